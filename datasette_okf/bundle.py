@@ -1,0 +1,612 @@
+"""Read one bundle folder (OKF or an Obsidian vault) into plain records.
+
+`scan_bundle` reads bytes and hashes them (cheap: it is how a rebuild with no
+change is detected without parsing); `parse_bundle` turns them into concepts,
+edges, link issues and log entries. Nothing here knows about SQLite, and
+nothing outside the bundle root is ever opened: symlinks are resolved and
+checked before a byte is read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import posixpath
+import re
+import stat
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from .frontmatter import FrontmatterError, parse_frontmatter, split_frontmatter
+from .links import PathIndex, RawLink, Resolution, find_links, find_wikilinks
+
+PARSER_VERSION = "1"  # bump when parsing changes, so unchanged files are re-read
+MAX_FILE_BYTES = 4 * 1024 * 1024
+RESERVED = {"index.md", "log.md"}  # OKF §3.1
+
+# Path-valued frontmatter fields (OKF §6.2): (key, nested key or None).
+PATH_FIELDS = (
+    ("resource", None),
+    ("computation", None),
+    ("executor", "resource"),
+    ("attester", "resource"),
+)
+
+
+@dataclass
+class Concept:
+    id: str
+    bundle: str
+    path: str
+    type: str | None
+    title: str
+    description: str | None
+    tags: list[str]
+    aliases: list[str]
+    body: str
+    frontmatter: dict[str, Any]
+    sources: list[Any]
+    status: str
+    stale_after: str | None
+    trust_tier: str
+    generated_by: str | None
+    generated_at: str | None
+    superseded_by: str | None
+    is_index: bool
+    content_hash: str
+
+
+@dataclass
+class Edge:
+    src: str
+    dst: str | None
+    predicate: str
+    kind: str
+    anchor: str | None = None
+    object_literal: str | None = None
+    date: str | None = None
+    source_id: str | None = None
+    line: int | None = None
+
+
+@dataclass
+class LinkIssue:
+    src: str
+    bundle: str
+    file: str
+    line: int | None
+    target: str
+    kind: str
+    problem: str
+    candidates: list[str]
+
+
+@dataclass
+class BuildIssue:
+    bundle: str
+    file: str
+    severity: str  # error | warning
+    message: str
+
+
+@dataclass
+class ExternalLink:
+    src: str
+    url: str
+    text: str
+    predicate: str
+    line: int | None
+
+
+@dataclass
+class LogEntry:
+    bundle: str
+    file: str
+    date: str | None
+    text: str
+    line: int
+
+
+@dataclass
+class SourceFile:
+    path: str  # bundle-relative, posix
+    data: bytes | None  # None when the file was not read (see issues)
+    digest: str = ""
+
+
+@dataclass
+class ScannedBundle:
+    name: str
+    root: Path
+    files: list[SourceFile]
+    other_files: list[str]
+    issues: list[BuildIssue]
+
+    @property
+    def fingerprint(self) -> str:
+        h = hashlib.sha256(f"okf-parser {PARSER_VERSION}\n".encode())
+        for f in self.files:
+            h.update(f"{f.path}\0{f.digest}\n".encode())
+        for path in self.other_files:
+            h.update(f"{path}\0\n".encode())
+        for issue in self.issues:
+            h.update(f"{issue.file}\0{issue.message}\n".encode())
+        return h.hexdigest()
+
+
+@dataclass
+class Bundle:
+    name: str
+    root: Path
+    fingerprint: str
+    okf_version: str | None = None
+    concepts: list[Concept] = field(default_factory=list)
+    edges: list[Edge] = field(default_factory=list)
+    link_issues: list[LinkIssue] = field(default_factory=list)
+    build_issues: list[BuildIssue] = field(default_factory=list)
+    external_links: list[ExternalLink] = field(default_factory=list)
+    log_entries: list[LogEntry] = field(default_factory=list)
+
+
+def rows(records: Iterable[Any]) -> list[dict[str, Any]]:
+    return [asdict(r) for r in records]
+
+
+# ------------------------------------------------------------------ scanning
+
+
+def scan_bundle(root: Path | str, max_bytes: int = MAX_FILE_BYTES) -> ScannedBundle:
+    """List a bundle's files and read its markdown, never leaving the root.
+
+    Hidden folders (`.obsidian`, `.git`, `.trash`) are skipped; symlinks are
+    followed only when they resolve inside the root; oversized and binary files
+    are reported and not parsed.
+    """
+    root = Path(root)
+    real_root = root.resolve()
+    name = real_root.name
+    files: list[SourceFile] = []
+    other: list[str] = []
+    issues: list[BuildIssue] = []
+
+    def issue(rel: str, message: str, severity: str = "error") -> None:
+        issues.append(BuildIssue(name, rel, severity, message))
+
+    for folder, dirnames, filenames in os.walk(real_root):
+        rel_folder = Path(folder).relative_to(real_root).as_posix()
+        rel_folder = "" if rel_folder == "." else rel_folder
+        for d in sorted(dirnames):
+            if (Path(folder) / d).is_symlink():
+                issue(posixpath.join(rel_folder, d), "symlinked folder not followed", "warning")
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for filename in sorted(filenames):
+            if filename.startswith(".") and not filename.lower().endswith(".md"):
+                continue
+            rel = posixpath.join(rel_folder, filename)
+            full = Path(folder) / filename
+            if full.is_symlink():
+                target = full.resolve()
+                if not target.is_relative_to(real_root):
+                    issue(rel, f"symlink points outside the bundle ({os.readlink(full)}); not read")
+                    continue
+            try:
+                info = full.stat()
+            except OSError as error:
+                issue(rel, f"cannot read: {error.strerror}")
+                continue
+            if not stat.S_ISREG(info.st_mode):
+                continue
+            if not filename.lower().endswith(".md"):
+                other.append(rel)
+                continue
+            if info.st_size > max_bytes:
+                issue(rel, f"file is {info.st_size:,} bytes, over the {max_bytes:,}-byte limit; not parsed")
+                files.append(SourceFile(rel, None))
+                continue
+            try:
+                data = full.read_bytes()
+            except OSError as error:
+                issue(rel, f"cannot read: {error.strerror}")
+                files.append(SourceFile(rel, None))
+                continue
+            files.append(SourceFile(rel, data, hashlib.sha256(data).hexdigest()))
+    return ScannedBundle(name, root, files, other, issues)
+
+
+# ------------------------------------------------------------------- parsing
+
+
+def decode(data: bytes) -> tuple[str, str | None]:
+    """Text of a file and, when it was not clean UTF-8, a warning saying how it was read."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return data.decode("utf-16"), "file is UTF-16, not UTF-8 (OKF §4); read as UTF-16"
+    try:
+        return data.decode("utf-8-sig"), None
+    except UnicodeDecodeError as error:
+        where = f"byte 0x{data[error.start]:02x} at offset {error.start}"
+    try:
+        return data.decode("cp1252"), f"not valid UTF-8 ({where}); read as Windows-1252"
+    except UnicodeDecodeError:
+        return data.decode("latin-1"), f"not valid UTF-8 ({where}); read as Latin-1"
+
+
+def parse_bundle(
+    scanned: ScannedBundle, on_file: Callable[[str], None] | None = None
+) -> Bundle:
+    """Turn a scanned bundle into records, resolving every link within it."""
+    bundle = Bundle(scanned.name, scanned.root, scanned.fingerprint)
+    bundle.build_issues.extend(scanned.issues)
+    documents: list[_Document] = []
+    seen_ids: dict[str, str] = {}
+    unreadable: list[str] = []
+    for source in scanned.files:
+        if on_file:
+            on_file(source.path)
+        if source.data is None:
+            unreadable.append(source.path)
+            continue
+        doc = _read_document(bundle, source)
+        if doc is None:
+            unreadable.append(source.path)
+            continue
+        key = doc.path[:-3].casefold()
+        if key in seen_ids and not doc.reserved:
+            bundle.build_issues.append(
+                BuildIssue(
+                    bundle.name,
+                    doc.path,
+                    "error",
+                    f"same concept id as {seen_ids[key]} on a case-insensitive file system; skipped",
+                )
+            )
+            unreadable.append(doc.path)
+            continue
+        seen_ids.setdefault(key, doc.path)
+        documents.append(doc)
+
+    aliases = {d.path: _string_list(d.frontmatter.get("aliases", d.frontmatter.get("alias"))) for d in documents}
+    index = PathIndex(
+        [d.path for d in documents] + scanned.other_files + unreadable, aliases
+    )
+    for doc in documents:
+        if doc.name == "log.md":
+            entries = _log_entries(bundle.name, doc)
+            bundle.log_entries.extend(entries)
+            for problem in log_date_problems(entries):
+                bundle.build_issues.append(BuildIssue(bundle.name, doc.path, "warning", problem + " (OKF §9)"))
+            continue
+        concept = _concept(bundle.name, doc)
+        if doc.path == "index.md" and "okf_version" in doc.frontmatter:
+            bundle.okf_version = str(doc.frontmatter["okf_version"])  # OKF §12
+        if concept.type is None and not concept.is_index:
+            bundle.build_issues.append(
+                BuildIssue(bundle.name, doc.path, "warning", "no `type` in frontmatter (OKF §4.1); indexed anyway")
+            )
+        bundle.concepts.append(concept)
+        _Linker(bundle, index, doc, concept).run()
+
+    _derive_superseded_by(bundle)
+    return bundle
+
+
+@dataclass
+class _Document:
+    path: str
+    name: str
+    frontmatter: dict[str, Any]
+    body: str
+    body_line: int
+    digest: str
+
+    @property
+    def reserved(self) -> bool:
+        return self.name in RESERVED
+
+
+def _read_document(bundle: Bundle, source: SourceFile) -> _Document | None:
+    def issue(message: str, severity: str = "error") -> None:
+        bundle.build_issues.append(BuildIssue(bundle.name, source.path, severity, message))
+
+    data = source.data or b""
+    if not data.strip():
+        issue("empty file; indexed as a concept with no content", "warning")
+    if b"\0" in data[:8192] and not data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        issue("binary content (NUL bytes) in a .md file; not indexed")
+        return None
+    text, warning = decode(data)
+    if warning:
+        issue(warning, "warning")
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    yaml_text, body, body_line = split_frontmatter(text)
+    frontmatter: dict[str, Any] = {}
+    if yaml_text is not None:
+        try:
+            frontmatter = parse_frontmatter(yaml_text)
+        except FrontmatterError as error:
+            issue(f"{error}; indexed with empty frontmatter")
+    name = posixpath.basename(source.path)
+    if name == "index.md" and set(frontmatter) - {"okf_version"}:
+        issue("index.md carries frontmatter other than okf_version (OKF §8)", "warning")
+    return _Document(source.path, name, frontmatter, body, body_line, source.digest)
+
+
+def _concept(bundle: str, doc: _Document) -> Concept:
+    fm = doc.frontmatter
+    is_index = doc.name == "index.md"
+    stem = posixpath.basename(doc.path)[:-3]
+    if is_index:
+        heading = re.search(r"^#{1,6}[ \t]+(.+?)[ \t#]*$", doc.body, re.M)
+        folder = posixpath.basename(posixpath.dirname(doc.path)) or bundle
+        title = _text(fm.get("title")) or (heading.group(1) if heading else folder)
+    else:
+        title = _text(fm.get("title")) or stem  # OKF §4.1: derive from the file name
+    generated = fm.get("generated") if isinstance(fm.get("generated"), dict) else {}
+    sources = fm.get("sources")
+    if isinstance(sources, dict):
+        sources = [sources]
+    if not isinstance(sources, list):
+        sources = _citations(doc.body)  # OKF §13.1: v0.1 `# Citations` list
+    return Concept(
+        id=f"{bundle}/{doc.path[:-3]}",
+        bundle=bundle,
+        path=doc.path,
+        type=_text(fm.get("type")),
+        title=title,
+        description=_text(fm.get("description")),
+        tags=[t.lstrip("#") for t in _string_list(fm.get("tags"))],
+        aliases=_string_list(fm.get("aliases", fm.get("alias"))),
+        body=doc.body,
+        frontmatter=fm,
+        sources=sources,
+        status=(_text(fm.get("status")) or "stable").lower(),  # OKF §5.4
+        stale_after=_text(fm.get("stale_after")),
+        trust_tier=trust_tier(fm.get("verified")),
+        generated_by=_text(generated.get("by")),
+        generated_at=_text(generated.get("at")) or _text(fm.get("timestamp")),  # §13.1
+        superseded_by=None,
+        is_index=is_index,
+        content_hash=hashlib.sha256(f"{PARSER_VERSION}:{doc.digest}".encode()).hexdigest(),
+    )
+
+
+def trust_tier(verified: Any) -> str:
+    """OKF §5.3: unverified, machine-confirmed, or human-reviewed.
+
+    A bare mapping counts as a one-element list (§11); an entry with no `by`
+    actor confirms nothing.
+    """
+    if isinstance(verified, (dict, str)):
+        verified = [verified]
+    if not isinstance(verified, list):
+        return "unverified"
+    actors = [
+        (v.get("by") if isinstance(v, dict) else v) for v in verified
+    ]
+    actors = [a for a in actors if isinstance(a, str) and a.strip()]
+    if any(a.strip().startswith("human:") for a in actors):
+        return "human-reviewed"
+    return "machine-confirmed" if actors else "unverified"
+
+
+def _text(value: Any) -> str | None:
+    if value is None or isinstance(value, (dict, list)):
+        return None
+    value = str(value).strip()
+    return value or None
+
+
+def _string_list(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [v.strip() for v in re.split(r"[,\n]", value) if v.strip()]
+    if isinstance(value, list):
+        return [str(v).strip() for v in value if v is not None and not isinstance(v, (dict, list)) and str(v).strip()]
+    return [str(value)]
+
+
+_CITATIONS = re.compile(r"^#{1,6}[ \t]+Citations[ \t]*\n(.*?)(?=^#{1,6}[ \t]|\Z)", re.M | re.S)
+_URL = re.compile(r"https?://[^\s)>\]]+")
+
+
+def _citations(body: str) -> list[dict[str, str]]:
+    section = _CITATIONS.search(body)
+    if not section:
+        return []
+    return [{"resource": url} for url in _URL.findall(section.group(1))]
+
+
+_LOG_DATE = re.compile(r"^##[ \t]+(.+?)[ \t]*$")
+_ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_BULLET = re.compile(r"^[ \t]*[*+-][ \t]+(.*)$")
+
+
+def _log_entries(bundle: str, doc: _Document) -> list[LogEntry]:
+    """OKF §9: `## YYYY-MM-DD` headings, newest first, each with bullet entries."""
+    entries: list[LogEntry] = []
+    date: str | None = None
+    for number, line in enumerate(doc.body.split("\n"), start=doc.body_line):
+        heading = _LOG_DATE.match(line)
+        if heading:
+            date = heading.group(1)
+            continue
+        bullet = _BULLET.match(line)
+        if bullet:
+            entries.append(LogEntry(bundle, doc.path, date, bullet.group(1).strip(), number))
+        elif line.startswith((" ", "\t")) and line.strip() and entries:
+            entries[-1].text += " " + line.strip()
+    return entries
+
+
+def log_date_problems(entries: list[LogEntry]) -> list[str]:
+    """Log headings that are not ISO dates, or dates not newest first (OKF §9)."""
+    problems = []
+    dates = []
+    for entry in entries:
+        if entry.date is None or not _ISO_DATE.match(entry.date):
+            problems.append(f"line {entry.line}: log heading {entry.date!r} is not an ISO 8601 YYYY-MM-DD date")
+        elif not dates or dates[-1] != entry.date:
+            dates.append(entry.date)
+    if dates != sorted(dates, reverse=True):
+        problems.append("log dates are not newest first")
+    return problems
+
+
+class _Linker:
+    """Turns one document's links and link-valued frontmatter into edges and issues."""
+
+    def __init__(self, bundle: Bundle, index: PathIndex, doc: _Document, concept: Concept):
+        self.bundle, self.index, self.doc, self.concept = bundle, index, doc, concept
+        self.seen: set[tuple] = set()
+
+    def run(self) -> None:
+        fm = self.doc.frontmatter
+        for link in find_links(self.doc.body, self.doc.body_line):
+            self.body_link(link)
+        for key, nested in PATH_FIELDS:
+            value = fm.get(key)
+            if nested:
+                value = value.get(nested) if isinstance(value, dict) else None
+            self.path_field(value, f"{key}.{nested}" if nested else key)
+        sources = fm.get("sources")
+        for source in sources if isinstance(sources, list) else [sources]:
+            if isinstance(source, dict):
+                self.path_field(source.get("resource"), "sources.resource")
+        self.relations(fm.get("relations"))
+        for key in ("superseded_by", "supersedes"):
+            for value in _as_list(fm.get(key)):
+                if isinstance(value, str):
+                    self.reference(value, key, "supersedes", literal_ok=False)
+        for key, value in fm.items():
+            if key not in ("relations", "superseded_by", "supersedes"):
+                self.frontmatter_wikilinks(key, value)
+
+    # --- where links come from
+    def body_link(self, link: RawLink) -> None:
+        if link.kind in ("wikilink", "embed"):
+            resolution = self.index.resolve_wikilink(self.doc.path, link.target)
+        else:
+            resolution = self.index.resolve_path(self.doc.path, link.target)
+        embed = link.kind in ("embed", "image")
+        kind = "embed" if embed else ("wikilink" if link.kind == "wikilink" else "link")
+        self.add(resolution, link.target, "embeds" if embed else "links_to", kind, link.line, link.text)
+
+    def path_field(self, value: Any, predicate: str) -> None:
+        if not isinstance(value, str) or not value.strip():
+            return
+        if "[[" in value:
+            return  # handled as a frontmatter wikilink
+        resolution = self.index.resolve_path(self.doc.path, value)
+        if resolution.status in ("dead", "escapes-bundle") and re.search(r"\s", value.strip()):
+            return  # a scope descriptor such as "all queries in project X" (OKF §5.1)
+        self.add(resolution, value, predicate, "property", None, value)
+
+    def relations(self, relations: Any) -> None:
+        """Typed triples (seed 003 §4.3): {predicate, object, date, source}."""
+        for relation in _as_list(relations):
+            if not isinstance(relation, dict) or not relation.get("predicate"):
+                self.bundle.build_issues.append(
+                    BuildIssue(self.bundle.name, self.doc.path, "warning", f"relation without a predicate: {relation!r}")
+                )
+                continue
+            obj = relation.get("object")
+            self.reference(
+                "" if obj is None else str(obj),
+                str(relation["predicate"]),
+                "relation",
+                literal_ok=True,
+                date=_text(relation.get("date")),
+                source_id=_text(relation.get("source")),
+            )
+
+    def reference(self, value: str, predicate: str, kind: str, literal_ok: bool, **extra: Any) -> None:
+        """An object that may be a wikilink, a path, or (for relations) a literal."""
+        value = value.strip()
+        links = find_wikilinks(value)
+        if links:
+            for link in links:
+                resolution = self.index.resolve_wikilink(self.doc.path, link.target)
+                self.add(resolution, link.target, predicate, kind, None, value, keep_dead=True, **extra)
+            return
+        looks_like_path = value.startswith(("/", "./", "../")) or value.lower().endswith(".md")
+        if literal_ok and not looks_like_path:
+            self.edge(None, predicate, kind, object_literal=value, **extra)
+            return
+        self.add(self.index.resolve_path(self.doc.path, value), value, predicate, kind, None, value, keep_dead=True, **extra)
+
+    def frontmatter_wikilinks(self, key: str, value: Any) -> None:
+        if isinstance(value, str):
+            for link in find_wikilinks(value):
+                resolution = self.index.resolve_wikilink(self.doc.path, link.target)
+                self.add(resolution, link.target, key, "property", None, value)
+        elif isinstance(value, list):
+            for item in value:
+                self.frontmatter_wikilinks(key, item)
+        elif isinstance(value, dict):
+            for sub, item in value.items():
+                self.frontmatter_wikilinks(f"{key}.{sub}", item)
+
+    # --- what a resolution becomes
+    def add(
+        self,
+        resolution: Resolution,
+        target: str,
+        predicate: str,
+        kind: str,
+        line: int | None,
+        text: str,
+        keep_dead: bool = False,
+        **extra: Any,
+    ) -> None:
+        status = resolution.status
+        if status == "external":
+            self.bundle.external_links.append(ExternalLink(self.concept.id, target, text, predicate, line))
+        elif status == "note":
+            dst = f"{self.bundle.name}/{resolution.path[:-3]}"
+            if dst != self.concept.id or kind in ("relation", "supersedes"):
+                self.edge(dst, predicate, kind, anchor=resolution.anchor, line=line, **extra)
+        elif status in ("file", "folder"):
+            self.edge(None, predicate, kind, object_literal=resolution.path, line=line, **extra)
+        elif status != "self":
+            self.bundle.link_issues.append(
+                LinkIssue(
+                    self.concept.id,
+                    self.bundle.name,
+                    self.doc.path,
+                    line,
+                    target,
+                    kind,
+                    status,
+                    list(resolution.candidates),
+                )
+            )
+            if keep_dead:  # a typed fact survives a broken object (OKF §6.1)
+                self.edge(None, predicate, kind, object_literal=target, line=line, **extra)
+
+    def edge(self, dst: str | None, predicate: str, kind: str, **fields: Any) -> None:
+        edge = Edge(self.concept.id, dst, predicate, kind, **fields)
+        key = (edge.dst, edge.predicate, edge.kind, edge.anchor, edge.object_literal, edge.date, edge.source_id)
+        if key not in self.seen:
+            self.seen.add(key)
+            self.bundle.edges.append(edge)
+
+
+def _as_list(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    return value if isinstance(value, list) else [value]
+
+
+def _derive_superseded_by(bundle: Bundle) -> None:
+    """`superseded_by` on a concept, or another concept's `supersedes` pointing at it."""
+    replaced: dict[str, str] = {}
+    for edge in bundle.edges:
+        if edge.kind == "supersedes" and edge.dst:
+            if edge.predicate == "superseded_by":
+                replaced.setdefault(edge.src, edge.dst)
+    for edge in bundle.edges:
+        if edge.kind == "supersedes" and edge.dst and edge.predicate == "supersedes":
+            replaced.setdefault(edge.dst, edge.src)
+    for concept in bundle.concepts:
+        concept.superseded_by = replaced.get(concept.id)
