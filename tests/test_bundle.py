@@ -1,0 +1,200 @@
+"""A bundle folder becomes concept, edge and issue records (OKF v0.2)."""
+
+import os
+
+import pytest
+
+from datasette_okf.bundle import parse_bundle, scan_bundle, trust_tier
+
+from .conftest import write_bundle
+
+
+def read(root):
+    return parse_bundle(scan_bundle(root))
+
+
+def by_id(bundle):
+    return {c.id: c for c in bundle.concepts}
+
+
+@pytest.fixture
+def small(tmp_path):
+    return write_bundle(
+        tmp_path / "lore",
+        {
+            "index.md": '---\nokf_version: "0.2"\n---\n# Lore\n\n* [People](people/) - who\n* [Harbour](places/harbour.md) - where\n',
+            "log.md": "# Update Log\n\n## 2026-05-22\n* **Update**: Added [Mira](/people/mira.md).\n  More text.\n* **Creation**: Harbour.\n\n## 2026-05-15\n* **Initialization**: Created.\n",
+            "people/index.md": "# People\n\n* [Mira](mira.md)\n",
+            "people/mira.md": (
+                "---\ntype: Person\ntitle: Mira Vell\ndescription: A smuggler.\ntags: [npc, smuggler]\n"
+                "aliases: [The Gull Queen]\n"
+                "generated: {by: scribe_agent/llm-1, at: 2026-08-09T10:00:00Z}\n"
+                "verified: {by: human:gm, at: 2026-09-01T10:00:00Z}\n"
+                "stale_after: 2026-01-01T00:00:00Z\n"
+                "sources:\n  - {id: s1, resource: /places/harbour.md, title: Harbour notes}\n  - {id: s2, resource: https://example.com/lore}\n"
+                "relations:\n  - {predicate: member_of, object: /orgs/gulls.md, date: '2026-03-01', source: s1}\n"
+                "  - {predicate: born_on, object: '1321-05-02'}\n  - {predicate: rival_of, object: /people/nobody.md}\n"
+                "location: '[[harbour]]'\n"
+                "---\n# Mira\n\nWorks the [docks](../places/harbour.md#the-drowned-steps). See [gulls][g].\n\n[g]: /orgs/gulls.md\n"
+            ),
+            "places/harbour.md": "---\ntype: Place\n---\n## The Drowned Steps\n\nDark. [Abbey](/places/ashen-abbey.md) [out](../../x.md) ![map](../map.txt)\n",
+            "orgs/gulls.md": "---\ntype: Organization\nstatus: Deprecated\n---\nGang. [[Mira Vell]] [[The Gull Queen|Mira]]\n",
+            "orgs/charter-v1.md": "---\ntype: Charter\nsuperseded_by: /orgs/charter-v2.md\n---\nToll 5.\n",
+            "orgs/charter-v2.md": "---\ntype: Charter\nsupersedes: /orgs/charter-v1.md\n---\nToll 7.\n",
+            "old.md": "---\ntype: Metric\ntimestamp: '2026-05-28T22:53:05+00:00'\n---\n# Def\n\nText.\n\n# Citations\n- https://a.example/one\n- https://b.example/two\n",
+            "map.txt": "harbour map\n",
+        },
+    )
+
+
+def test_concepts_ids_and_reserved_files(small):
+    bundle = read(small)
+    concepts = by_id(bundle)
+    assert sorted(concepts) == [
+        "lore/index", "lore/old", "lore/orgs/charter-v1", "lore/orgs/charter-v2",
+        "lore/orgs/gulls", "lore/people/index", "lore/people/mira", "lore/places/harbour",
+    ]
+    assert concepts["lore/index"].is_index and concepts["lore/people/index"].is_index
+    assert concepts["lore/people/index"].title == "People"
+    assert bundle.okf_version == "0.2"
+    assert [(e.date, e.text) for e in bundle.log_entries] == [
+        ("2026-05-22", "**Update**: Added [Mira](/people/mira.md). More text."),
+        ("2026-05-22", "**Creation**: Harbour."),
+        ("2026-05-15", "**Initialization**: Created."),
+    ]
+
+
+def test_frontmatter_fields(small):
+    mira = by_id(read(small))["lore/people/mira"]
+    assert (mira.type, mira.title, mira.description) == ("Person", "Mira Vell", "A smuggler.")
+    assert mira.tags == ["npc", "smuggler"] and mira.aliases == ["The Gull Queen"]
+    assert mira.trust_tier == "human-reviewed"  # a bare mapping counts as one verifier (§5.2)
+    assert (mira.generated_by, mira.generated_at) == ("scribe_agent/llm-1", "2026-08-09T10:00:00Z")
+    assert mira.stale_after == "2026-01-01T00:00:00Z"
+    assert mira.status == "stable"  # absent status means stable (§5.4)
+    assert mira.path == "people/mira.md"
+    assert mira.body.startswith("# Mira")
+
+
+def test_title_falls_back_to_file_name_and_v01_fields(small):
+    old = by_id(read(small))["lore/old"]
+    assert old.title == "old"
+    assert old.generated_at == "2026-05-28T22:53:05+00:00"  # §13.1 timestamp fallback
+    assert old.sources == [{"resource": "https://a.example/one"}, {"resource": "https://b.example/two"}]
+
+
+def test_trust_tiers():
+    assert trust_tier(None) == "unverified"
+    assert trust_tier([{"by": "process:nightly", "at": "x"}]) == "machine-confirmed"
+    assert trust_tier([{"by": "process:nightly"}, {"by": "human:ann"}]) == "human-reviewed"
+    assert trust_tier({"at": "2026-01-01"}) == "unverified"
+
+
+def edges_of(bundle, src):
+    return {(e.dst, e.predicate, e.kind, e.anchor, e.object_literal, e.date, e.source_id) for e in bundle.edges if e.src == src}
+
+
+def test_edges_of_every_kind(small):
+    bundle = read(small)
+    assert edges_of(bundle, "lore/people/mira") == {
+        ("lore/places/harbour", "links_to", "link", "the-drowned-steps", None, None, None),
+        ("lore/orgs/gulls", "links_to", "link", None, None, None, None),
+        ("lore/places/harbour", "sources.resource", "property", None, None, None, None),
+        ("lore/orgs/gulls", "member_of", "relation", None, None, "2026-03-01", "s1"),
+        (None, "born_on", "relation", None, "1321-05-02", None, None),
+        (None, "rival_of", "relation", None, "/people/nobody.md", None, None),
+        ("lore/places/harbour", "location", "property", None, None, None, None),
+    }
+    assert edges_of(bundle, "lore/orgs/gulls") == {("lore/people/mira", "links_to", "wikilink", None, None, None, None)}
+    assert edges_of(bundle, "lore/index") == {
+        ("lore/people/index", "links_to", "link", None, None, None, None),
+        ("lore/places/harbour", "links_to", "link", None, None, None, None),
+    }
+    assert (None, "embeds", "embed", None, "map.txt", None, None) in edges_of(bundle, "lore/places/harbour")
+    assert [x.url for x in bundle.external_links] == ["https://example.com/lore"]
+
+
+def test_supersession_in_either_direction(small):
+    concepts = by_id(read(small))
+    assert concepts["lore/orgs/charter-v1"].superseded_by == "lore/orgs/charter-v2"
+    assert concepts["lore/orgs/charter-v2"].superseded_by is None
+    assert concepts["lore/orgs/gulls"].status == "deprecated"
+
+
+def test_link_issues_name_file_line_and_problem(small):
+    issues = {(i.file, i.line, i.target, i.problem) for i in read(small).link_issues}
+    assert issues == {
+        ("places/harbour.md", 6, "/places/ashen-abbey.md", "dead"),
+        ("places/harbour.md", 6, "../../x.md", "escapes-bundle"),
+        ("people/mira.md", None, "/people/nobody.md", "dead"),
+        # Obsidian resolves by file name and aliases, never by frontmatter title
+        ("orgs/gulls.md", 5, "Mira Vell", "dead"),
+    }
+
+
+def test_missing_type_is_a_warning_not_a_rejection(tmp_path):
+    bundle = read(write_bundle(tmp_path / "b", {"a.md": "---\ntitle: A\n---\ntext\n", "n.md": "no frontmatter\n"}))
+    assert {c.id for c in bundle.concepts} == {"b/a", "b/n"}
+    assert {(i.file, i.severity) for i in bundle.build_issues} == {("a.md", "warning"), ("n.md", "warning")}
+
+
+def test_bad_input_is_reported_and_the_rest_goes_on(tmp_path):
+    root = write_bundle(
+        tmp_path / "bad",
+        {
+            "good.md": "---\ntype: T\n---\nfine [x](malformed.md)\n",
+            "malformed.md": "---\ntype: [oops\n---\nbody survives\n",
+            "listfm.md": "---\n- a\n- b\n---\nbody\n",
+            "latin1.md": "---\ntype: T\n---\ncaf\xe9 cr\xe8me\n".encode("latin-1"),
+            "empty.md": "",
+            "binary.md": b"\x00\x01\x02binary\x00",
+            "huge.md": "---\ntype: T\n---\n" + "x" * 5_000_000,
+        },
+    )
+    outside = tmp_path / "secret.md"
+    outside.write_text("---\ntype: Secret\n---\nTOP SECRET\n")
+    os.symlink(outside, root / "escape.md")
+    bundle = read(root)
+    concepts = by_id(bundle)
+    messages = {}
+    for i in bundle.build_issues:  # the first issue per file
+        messages.setdefault(i.file, (i.severity, i.message))
+    assert "malformed YAML" in messages["malformed.md"][1]
+    assert concepts["bad/malformed"].body == "body survives\n" and concepts["bad/malformed"].type is None
+    assert "not a mapping" in messages["listfm.md"][1]
+    assert messages["latin1.md"][0] == "warning" and "not valid UTF-8" in messages["latin1.md"][1]
+    assert "café crème" in concepts["bad/latin1"].body
+    assert "empty file" in messages["empty.md"][1] and "bad/empty" in concepts
+    assert messages["binary.md"][0] == "error" and "bad/binary" not in concepts
+    assert "over the" in messages["huge.md"][1] and "bad/huge" not in concepts
+    assert "outside the bundle" in messages["escape.md"][1]
+    assert all("TOP SECRET" not in c.body for c in bundle.concepts)
+    assert "bad/good" in concepts
+    # the link to the malformed file still resolves: nothing was lost
+    assert any(e.src == "bad/good" and e.dst == "bad/malformed" for e in bundle.edges)
+
+
+def test_symlink_inside_the_bundle_is_read(tmp_path):
+    root = write_bundle(tmp_path / "b", {"real.md": "---\ntype: T\n---\nhello\n"})
+    os.symlink(root / "real.md", root / "alias.md")
+    assert {c.id for c in read(root).concepts} == {"b/real", "b/alias"}
+
+
+def test_case_insensitive_duplicate_ids_are_reported(tmp_path):
+    root = write_bundle(tmp_path / "b", {"People/Ann.md": "---\ntype: P\n---\nA\n", "people/ann.md": "---\ntype: P\n---\nB\n"})
+    bundle = read(root)
+    assert len(bundle.concepts) == 1
+    [issue] = [i for i in bundle.build_issues if "case-insensitive" in i.message]
+    assert issue.severity == "error"
+
+
+def test_hidden_folders_are_skipped(tmp_path):
+    root = write_bundle(tmp_path / "v", {".obsidian/app.md": "x", ".trash/old.md": "x", "note.md": "---\ntype: T\n---\n"})
+    assert [c.id for c in read(root).concepts] == ["v/note"]
+
+
+def test_log_dates_must_be_iso_and_newest_first(tmp_path):
+    root = write_bundle(tmp_path / "b", {"log.md": "## 2026-01-01\n* a\n## May 3rd\n* b\n## 2026-02-01\n* c\n"})
+    messages = [i.message for i in read(root).build_issues]
+    assert any("'May 3rd' is not an ISO 8601" in m for m in messages)
+    assert any("not newest first" in m for m in messages)

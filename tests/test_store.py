@@ -1,0 +1,125 @@
+"""Records become one SQLite file: schema, incremental rebuilds, prune, atomic replace."""
+
+import json
+
+import pytest
+import sqlite_utils
+
+from datasette_okf import store
+from datasette_okf.store import BuildError, build
+
+from .conftest import write_bundle
+
+NOTE = "---\ntype: Person\ntitle: {title}\ntags: [npc, {tag}]\n---\n# {title}\n\nKnows [b](/b.md).\n"
+
+
+@pytest.fixture
+def bundle(tmp_path):
+    return write_bundle(
+        tmp_path / "alpha",
+        {
+            "a.md": NOTE.format(title="Ann Harrow", tag="dock"),
+            "b.md": NOTE.format(title="Bel Crane", tag="guild"),
+            "c.md": "---\ntype: Place\n---\nThe [missing](/nowhere.md) abbey.\n",
+        },
+    )
+
+
+def test_schema_and_contents(bundle, tmp_path):
+    db_path = tmp_path / "out.db"
+    build([bundle], db_path)
+    db = sqlite_utils.Database(db_path)
+    assert set(db.table_names()) >= {
+        "concepts", "edges", "link_issues", "build_issues", "external_links", "log_entries", "meta", "concepts_fts",
+    }
+    assert db["concepts"].detect_fts() == "concepts_fts"
+    ann = db["concepts"].get("alpha/a")
+    assert json.loads(ann["tags"]) == ["npc", "dock"] and ann["title"] == "Ann Harrow"
+    assert json.loads(ann["frontmatter"])["type"] == "Person"
+    assert db.execute("select dst, predicate, kind from edges where src = 'alpha/a'").fetchall() == [
+        ("alpha/b", "links_to", "link")
+    ]
+    assert [r["target"] for r in db["link_issues"].rows] == ["/nowhere.md"]
+    meta = {r["key"]: r["value"] for r in db["meta"].rows}
+    assert meta["format_version"] == store.FORMAT_VERSION and "alpha" in json.loads(meta["bundles"])
+    hits = [r["id"] for r in db.query(
+        "select concepts.id from concepts join concepts_fts on concepts.rowid = concepts_fts.rowid"
+        " where concepts_fts match 'harrow'")]
+    assert hits == ["alpha/a"]
+    assert {r["name"] for r in db.query("select name from pragma_index_list('edges')")} >= {"idx_edges_src", "idx_edges_dst"}
+
+
+def test_rebuild_with_no_change_does_not_touch_the_file(bundle, tmp_path):
+    db_path = tmp_path / "out.db"
+    build([bundle], db_path)
+    before = (db_path.stat().st_mtime_ns, db_path.read_bytes())
+    report = build([bundle], db_path)
+    assert report.up_to_date
+    assert (db_path.stat().st_mtime_ns, db_path.read_bytes()) == before
+
+
+def test_one_edit_rewrites_one_concept_and_keeps_fts_in_step(bundle, tmp_path):
+    db_path = tmp_path / "out.db"
+    build([bundle], db_path)
+    (bundle / "a.md").write_text(NOTE.format(title="Ann Marlowe", tag="dock"))
+    report = build([bundle], db_path)
+    [alpha] = report.bundles
+    assert (alpha.changed, alpha.unchanged) == (1, 2)
+    db = sqlite_utils.Database(db_path)
+    assert db["concepts"].get("alpha/a")["title"] == "Ann Marlowe"
+    match = "select count(*) from concepts_fts where concepts_fts match ?"
+    assert db.execute(match, ["marlowe"]).fetchone()[0] == 1
+    assert db.execute(match, ["harrow"]).fetchone()[0] == 0
+    assert db.execute("select src, dst from edges").fetchall() == [("alpha/a", "alpha/b")]  # not duplicated
+
+
+def test_deleted_files_are_kept_until_prune(bundle, tmp_path):
+    db_path = tmp_path / "out.db"
+    other = write_bundle(tmp_path / "beta", {"x.md": "---\ntype: T\n---\nx\n"})
+    build([bundle, other], db_path)
+    (bundle / "b.md").unlink()
+    report = build([bundle], db_path)
+    assert report.bundles[0].kept_missing == 1
+    db = sqlite_utils.Database(db_path)
+    assert db["concepts"].count == 4
+    report = build([bundle], db_path, prune=True)
+    assert report.bundles[0].pruned == 1
+    db = sqlite_utils.Database(db_path)  # the build replaced the file: reopen
+    ids = {r["id"] for r in db["concepts"].rows}
+    assert ids == {"alpha/a", "alpha/c", "beta/x"}  # the other bundle is untouched
+    assert db.execute("select count(*) from edges where src = 'alpha/b'").fetchone()[0] == 0
+    assert db.execute("select count(*) from concepts_fts").fetchone()[0] == 3
+
+
+def test_prune_is_refused_when_a_bundle_parses_to_nothing(bundle, tmp_path):
+    db_path = tmp_path / "out.db"
+    build([bundle], db_path)
+    before = db_path.read_bytes()
+    for f in bundle.glob("*.md"):
+        f.unlink()
+    with pytest.raises(BuildError, match="refusing to prune"):
+        build([bundle], db_path, prune=True)
+    assert db_path.read_bytes() == before
+
+
+def test_a_failed_build_never_damages_the_previous_database(bundle, tmp_path, monkeypatch):
+    db_path = tmp_path / "out.db"
+    build([bundle], db_path)
+    before = db_path.read_bytes()
+    (bundle / "a.md").write_text(NOTE.format(title="Changed", tag="x"))
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(store, "_write_meta", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        build([bundle], db_path)
+    assert db_path.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_two_bundles_with_the_same_name_are_refused(tmp_path):
+    one = write_bundle(tmp_path / "x" / "kb", {"a.md": "---\ntype: T\n---\n"})
+    two = write_bundle(tmp_path / "y" / "kb", {"b.md": "---\ntype: T\n---\n"})
+    with pytest.raises(BuildError, match="share the folder name"):
+        build([one, two], tmp_path / "out.db")
