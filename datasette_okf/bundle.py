@@ -298,6 +298,12 @@ class _Document:
     body: str
     body_line: int
     digest: str
+    frontmatter_text: str = ""
+
+    def frontmatter_line(self, needle: str) -> int | None:
+        """Line of the file where `needle` first appears in the frontmatter block."""
+        at = self.frontmatter_text.find(needle)
+        return None if at < 0 else self.frontmatter_text.count("\n", 0, at) + 2
 
     @property
     def reserved(self) -> bool:
@@ -328,7 +334,7 @@ def _read_document(bundle: Bundle, source: SourceFile) -> _Document | None:
     name = posixpath.basename(source.path)
     if name == "index.md" and set(frontmatter) - {"okf_version"}:
         issue("index.md carries frontmatter other than okf_version (OKF §8)", "warning")
-    return _Document(source.path, name, frontmatter, body, body_line, source.digest)
+    return _Document(source.path, name, frontmatter, body, body_line, source.digest, yaml_text or "")
 
 
 def _concept(bundle: str, doc: _Document) -> Concept:
@@ -500,7 +506,7 @@ class _Linker:
         resolution = self.index.resolve_path(self.doc.path, value)
         if resolution.status in ("dead", "escapes-bundle") and re.search(r"\s", value.strip()):
             return  # a scope descriptor such as "all queries in project X" (OKF §5.1)
-        self.add(resolution, value, predicate, "property", None, value)
+        self.add(resolution, value, predicate, "property", self.doc.frontmatter_line(value.strip()), value)
 
     def relations(self, relations: Any) -> None:
         """Typed triples (seed 003 §4.3): {predicate, object, date, source}."""
@@ -527,19 +533,23 @@ class _Linker:
         if links:
             for link in links:
                 resolution = self.index.resolve_wikilink(self.doc.path, link.target)
-                self.add(resolution, link.target, predicate, kind, None, value, keep_dead=True, **extra)
+                line = self.doc.frontmatter_line(f"[[{link.target}")
+                self.add(resolution, link.target, predicate, kind, line, value, keep_dead=True, **extra)
             return
         looks_like_path = value.startswith(("/", "./", "../")) or value.lower().endswith(".md")
         if literal_ok and not looks_like_path:
             self.edge(None, predicate, kind, object_literal=value, **extra)
             return
-        self.add(self.index.resolve_path(self.doc.path, value), value, predicate, kind, None, value, keep_dead=True, **extra)
+        resolution = self.index.resolve_path(self.doc.path, value)
+        line = self.doc.frontmatter_line(value)
+        self.add(resolution, value, predicate, kind, line, value, keep_dead=True, **extra)
 
     def frontmatter_wikilinks(self, key: str, value: Any) -> None:
         if isinstance(value, str):
             for link in find_wikilinks(value):
                 resolution = self.index.resolve_wikilink(self.doc.path, link.target)
-                self.add(resolution, link.target, key, "property", None, value)
+                line = self.doc.frontmatter_line(f"[[{link.target}")
+                self.add(resolution, link.target, key, "property", line, value)
         elif isinstance(value, list):
             for item in value:
                 self.frontmatter_wikilinks(key, item)

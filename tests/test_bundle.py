@@ -126,7 +126,7 @@ def test_link_issues_name_file_line_and_problem(small):
     assert issues == {
         ("places/harbour.md", 6, "/places/ashen-abbey.md", "dead"),
         ("places/harbour.md", 6, "../../x.md", "escapes-bundle"),
-        ("people/mira.md", None, "/people/nobody.md", "dead"),
+        ("people/mira.md", 16, "/people/nobody.md", "dead"),  # a frontmatter line
         # Obsidian resolves by file name and aliases, never by frontmatter title
         ("orgs/gulls.md", 5, "Mira Vell", "dead"),
     }

@@ -1,0 +1,98 @@
+"""Real bundles nobody here wrote (../shared/corpora): counts must match their SOURCE.md."""
+
+import json
+
+import pytest
+import sqlite_utils
+
+from datasette_okf.store import build
+
+from .conftest import CORPORA, needs_corpora
+
+pytestmark = needs_corpora
+SAMPLES = CORPORA / "okf-samples"
+
+
+def source_table():
+    """{bundle: (concepts, unique concept edges)} from the Counts table of SOURCE.md."""
+    counts = {}
+    for line in (SAMPLES / "SOURCE.md").read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 15 and cells[1].isdigit():
+            counts[cells[0]] = (int(cells[2]), int(cells[12]))
+    return counts
+
+
+EXPECTED = source_table() if SAMPLES.is_dir() else {}
+
+
+def test_source_table_lists_every_sample():
+    assert len(EXPECTED) == 11
+    assert EXPECTED["acme_retail"] == (9, 14)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_okf_sample_counts_match_source(name, tmp_path):
+    db_path = tmp_path / f"{name}.db"
+    report = build([SAMPLES / name], db_path)
+    db = sqlite_utils.Database(db_path)
+    concepts = db.execute("select count(*) from concepts where not is_index").fetchone()[0]
+    edges = db.execute(
+        """select count(*) from (
+             select distinct e.src, e.dst from edges e
+             join concepts s on s.id = e.src join concepts d on d.id = e.dst
+             where e.kind = 'link' and not s.is_index and not d.is_index)"""
+    ).fetchone()[0]
+    assert (concepts, edges) == EXPECTED[name]
+    assert report.bundles[0].errors == 0
+
+
+def test_acme_retail_quirks(tmp_path):
+    db_path = tmp_path / "acme.db"
+    build([SAMPLES / "acme_retail"], db_path)
+    db = sqlite_utils.Database(db_path)
+    # log.md with frontmatter is still the log (OKF §3.1), not a concept
+    assert db.execute("select count(*) from concepts where path = 'log.md'").fetchone()[0] == 0
+    assert db.execute("select count(*) from log_entries").fetchone()[0] > 0
+    # root-relative path fields resolve against the bundle root
+    assert db.execute(
+        "select count(*) from edges where predicate = 'sources.resource' and dst is not null"
+    ).fetchone()[0] > 0
+    assert db.execute(
+        "select count(*) from edges where predicate = 'executor.resource' and dst = 'acme_retail/skills/run-on-bq'"
+    ).fetchone()[0] > 0
+    # unquoted timestamps stay strings; a deprecated status is kept
+    row = db.execute("select generated_at, stale_after from concepts where stale_after is not null limit 1").fetchone()
+    assert all(isinstance(v, str) and "T" in v for v in row)
+    assert db.execute("select count(*) from concepts where status = 'deprecated'").fetchone()[0] == 1
+    # the one link to a file that was not copied is reported, not fatal (OKF §6.1)
+    assert db.execute("select count(*) from link_issues where target like '%sql_equality.py'").fetchone()[0] >= 1
+
+
+def test_thellade_vault_indexes_every_note(tmp_path):
+    vault = CORPORA / "thellade-campaign-vault" / "vault"
+    db_path = tmp_path / "thellade.db"
+    report = build([vault], db_path)
+    db = sqlite_utils.Database(db_path)
+    assert db["concepts"].count == 1469
+    # frontmatter wikilinks become typed edges, predicate = the property name
+    predicates = {
+        r[0]: r[1]
+        for r in db.execute("select predicate, count(*) from edges where kind = 'property' group by predicate")
+    }
+    assert predicates["location"] > 1000 and predicates["organization"] > 100
+    # dead and ambiguous links are listed with every candidate
+    problems = dict(db.execute("select problem, count(*) from link_issues group by problem").fetchall())
+    assert problems["dead"] > 500 and problems["ambiguous"] > 0
+    candidates = db.execute(
+        "select candidates from link_issues where problem = 'ambiguous' and target like '%Marrek Tindall%'"
+    ).fetchone()
+    assert candidates and len(json.loads(candidates[0])) == 2
+    # the one note whose YAML does not parse is reported and still indexed
+    [issue] = db.execute("select file, message from build_issues where severity = 'error'").fetchall()
+    assert issue[0] == "03 Ideas/Quests/Duskfall.md" and "malformed YAML" in issue[1]
+    assert db.execute("select count(*) from concepts where path = '03 Ideas/Quests/Duskfall.md'").fetchone()[0] == 1
+    # distinct resolved note pairs are close to the 8,939 SOURCE.md reports
+    pairs = db.execute("select count(*) from (select distinct src, dst from edges where dst is not null and src != dst)").fetchone()[0]
+    assert 8500 < pairs < 9400
+    assert report.bundles[0].concepts == 1469
