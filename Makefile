@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 BUNDLE ?= examples/campaign
-DB := build/$(notdir $(BUNDLE)).db
+DB := build/$(notdir $(patsubst %/,%,$(BUNDLE))).db
 PORT ?= 8001
 
 $(BIN)/.installed: setup.cfg pyproject.toml

@@ -36,7 +36,7 @@ def build(bundles: tuple[Path, ...], output: Path | None, prune: bool, strict: b
 
     def started(total: int) -> None:
         nonlocal bar
-        bar = click.progressbar(length=total, label="Parsing", file=sys.stderr, show_pos=True)
+        bar = click.progressbar(length=total, label="Reading bundle files", file=sys.stderr, show_pos=True)
         bar.__enter__()
 
     def on_file(path: str) -> None:

@@ -198,3 +198,13 @@ def test_log_dates_must_be_iso_and_newest_first(tmp_path):
     messages = [i.message for i in read(root).build_issues]
     assert any("'May 3rd' is not an ISO 8601" in m for m in messages)
     assert any("not newest first" in m for m in messages)
+
+
+def test_symlinked_folders_are_not_followed(tmp_path):
+    outside = write_bundle(tmp_path / "elsewhere", {"private.md": "---\ntype: T\n---\nPRIVATE\n"})
+    root = write_bundle(tmp_path / "b", {"note.md": "---\ntype: T\n---\n[p](linked/private.md)\n"})
+    os.symlink(outside, root / "linked")
+    bundle = read(root)
+    assert [c.id for c in bundle.concepts] == ["b/note"]
+    assert [(i.file, i.message) for i in bundle.build_issues] == [("linked", "symlinked folder not followed")]
+    assert [i.problem for i in bundle.link_issues] == ["dead"]
