@@ -13,3 +13,10 @@ def register_commands(cli):
     from .cli import okf
 
     cli.add_command(okf)
+
+
+@hookimpl
+def prepare_connection(conn):
+    from .sqlfunctions import prepare_connection as prepare
+
+    prepare(conn)

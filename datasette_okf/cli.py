@@ -3,16 +3,57 @@
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 import click
 
-from .store import BuildError, BuildReport, build as build_database
+from .embed import DEFAULT_MODEL, EmbeddingError
+from .store import BuildError, BuildReport, Progress, build as build_database
 
 
 @click.group()
 def okf():
     """Index OKF bundles and Obsidian vaults into SQLite, and query them."""
+
+
+class _Bars(Progress):
+    """Progress bars on stderr: files read, then chunks embedded (with chunks/s)."""
+
+    def __init__(self) -> None:
+        self.bar = None
+        self.started = 0.0
+
+    def _open(self, total: int, label: str, **extra) -> None:
+        self.close()
+        self.bar = click.progressbar(length=total, label=label, file=sys.stderr, show_pos=True, **extra)
+        self.bar.__enter__()
+
+    def files(self, total: int) -> None:
+        self._open(total, "Reading bundle files")
+
+    def file(self, path: str) -> None:
+        self.bar.update(1)
+
+    def embedding(self, total: int, model: str) -> None:
+        self.started = time.perf_counter()
+        done = [0]
+
+        def rate(_):
+            elapsed = time.perf_counter() - self.started
+            return f"{done[0] / elapsed:.1f} chunks/s" if elapsed > 0 and done[0] else ""
+
+        self.done = done
+        self._open(total, f"Embedding with {model}", item_show_func=rate)
+
+    def embedded(self, count: int) -> None:
+        self.done[0] += count
+        self.bar.update(count, current_item=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+            self.bar = None
 
 
 @okf.command()
@@ -25,31 +66,27 @@ def okf():
 )
 @click.option("--prune", is_flag=True, help="Remove concepts whose files are gone (only within these bundles)")
 @click.option("--strict", is_flag=True, help="Exit 1 if the build reported any error or warning")
-def build(bundles: tuple[Path, ...], output: Path | None, prune: bool, strict: bool):
+@click.option(
+    "-m", "--model",
+    help=f"llm embedding model id (default: the one the file was built with, else {DEFAULT_MODEL})",
+)
+@click.option("--no-embed", is_flag=True, help="Build without vectors (chunks are still written)")
+def build(
+    bundles: tuple[Path, ...], output: Path | None, prune: bool, strict: bool, model: str | None, no_embed: bool
+):
     """Build BUNDLE folders (OKF bundles or Obsidian vaults) into one SQLite file.
 
     Unchanged input leaves the database untouched; the database is replaced
     only when the whole build succeeded.
     """
     output = output or Path("build") / f"{bundles[0].resolve().name}.db"
-    bar = None
-
-    def started(total: int) -> None:
-        nonlocal bar
-        bar = click.progressbar(length=total, label="Reading bundle files", file=sys.stderr, show_pos=True)
-        bar.__enter__()
-
-    def on_file(path: str) -> None:
-        if bar is not None:
-            bar.update(1)
-
+    bars = _Bars()
     try:
-        report = build_database(bundles, output, prune=prune, on_file=on_file, on_scanned=started)
-    except BuildError as error:
+        report = build_database(bundles, output, prune=prune, embed=not no_embed, model=model, progress=bars)
+    except (BuildError, EmbeddingError) as error:
         raise click.ClickException(str(error))
     finally:
-        if bar is not None:
-            bar.__exit__(None, None, None)
+        bars.close()
     click.echo(summary(report))
     if strict and any(b.errors or b.warnings for b in report.bundles):
         sys.exit(1)
@@ -60,7 +97,7 @@ def summary(report: BuildReport) -> str:
     lines = []
     for b in report.bundles:
         state = "up to date, file not touched" if b.up_to_date else f"{b.changed} written, {b.unchanged} unchanged"
-        lines.append(f"{b.name}: {b.concepts} concepts + {b.index_nodes} index nodes ({state})")
+        lines.append(f"{b.name}: {b.concepts} concepts + {b.index_nodes} index nodes, {b.chunks} chunks ({state})")
         edges = ", ".join(f"{n} {kind}" for kind, n in b.edges_by_kind.items()) or "none"
         lines.append(f"  edges: {sum(b.edges_by_kind.values())} ({edges})")
         problems = b.link_problems
@@ -73,8 +110,13 @@ def summary(report: BuildReport) -> str:
             lines.append(f"  {b.kept_missing} concepts no longer on disk were kept (use --prune to remove them)")
         if b.pruned:
             lines.append(f"  pruned {b.pruned} concepts no longer on disk")
-    db = report.output
-    lines.append(f"{db} in {report.seconds:.2f}s")
+    e = report.embedding
+    if e is not None:
+        if e.model_changed_from:
+            lines.append(f"embedding model changed from {e.model_changed_from} to {e.model}: every chunk was re-embedded")
+        rate = f" ({e.embedded / e.seconds:.1f} chunks/s)" if e.embedded and e.seconds else ""
+        lines.append(f"vectors: {e.embedded} chunks embedded with {e.model} ({e.dimensions}-d) in {e.seconds:.1f}s{rate}")
+    lines.append(f"{report.output} in {report.seconds:.2f}s")
     if any(b.errors or b.warnings or b.link_problems for b in report.bundles):
         lines.append("Details: select * from build_issues / link_issues (or browse them in Datasette)")
     return "\n".join(lines)

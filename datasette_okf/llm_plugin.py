@@ -1,5 +1,10 @@
-"""The llm plugin entry point (`llm` group in setup.cfg).
+"""The llm plugin: the embedded default embedding model (and, later, `llm okf`)."""
 
-It registers nothing yet: the embedding model (issue 3) and `llm okf` (issue 6)
-land here. The entry point exists now so installs made today pick them up.
-"""
+import llm
+
+from .embed import DEFAULT_ALIASES, OKFMiniLM
+
+
+@llm.hookimpl
+def register_embedding_models(register):
+    register(OKFMiniLM(), aliases=DEFAULT_ALIASES)

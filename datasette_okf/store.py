@@ -17,14 +17,17 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Iterable
 
 import sqlite_utils
 
 from . import __version__
-from .bundle import Bundle, ScannedBundle, parse_bundle, rows, scan_bundle
+from .bundle import Bundle, Concept, ScannedBundle, parse_bundle, rows, scan_bundle
+from .chunks import embedding_text, split_into_chunks, text_hash
+from .embed import canonical_id, dimensions, embed_texts, get_model
+from .sqlfunctions import load_sqlite_vec
 
-FORMAT_VERSION = "1"
+FORMAT_VERSION = "2"
 FTS_COLUMNS = ["title", "aliases", "description", "tags", "body"]
 FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
 
@@ -38,6 +41,7 @@ class BundleReport:
     name: str
     concepts: int = 0
     index_nodes: int = 0
+    chunks: int = 0
     edges_by_kind: dict[str, int] = field(default_factory=dict)
     link_problems: dict[str, int] = field(default_factory=dict)
     errors: int = 0
@@ -50,9 +54,19 @@ class BundleReport:
 
 
 @dataclass
+class EmbedReport:
+    model: str
+    dimensions: int
+    embedded: int = 0
+    seconds: float = 0.0
+    model_changed_from: str | None = None
+
+
+@dataclass
 class BuildReport:
     output: Path
     bundles: list[BundleReport]
+    embedding: EmbedReport | None = None
     seconds: float = 0.0
 
     @property
@@ -60,56 +74,85 @@ class BuildReport:
         return all(b.up_to_date for b in self.bundles)
 
 
+class Progress:
+    """What a build reports while it runs; the CLI draws bars, the default says nothing."""
+
+    def files(self, total: int) -> None: ...
+    def file(self, path: str) -> None: ...
+    def embedding(self, total: int, model: str) -> None: ...
+    def embedded(self, count: int) -> None: ...
+
+
 def build(
     bundle_paths: Iterable[Path | str],
     output: Path | str,
     prune: bool = False,
-    on_file: Callable[[str], None] | None = None,
-    on_scanned: Callable[[int], None] | None = None,
+    embed: bool = True,
+    model: str | None = None,
+    progress: Progress | None = None,
 ) -> BuildReport:
-    """Build (or update) `output` from one or more bundle folders."""
+    """Build (or update) `output` from one or more bundle folders.
+
+    With `embed`, every chunk gets a vector from `model` (default: the model
+    the file was built with, else the embedded MiniLM); a different model
+    re-embeds everything.
+    """
     started = time.perf_counter()
+    progress = progress or Progress()
     output = Path(output)
     scanned = [scan_bundle(Path(p)) for p in bundle_paths]
-    names = Counter(s.name for s in scanned)
-    clash = [n for n, count in names.items() if count > 1]
+    clash = [n for n, count in Counter(s.name for s in scanned).items() if count > 1]
     if clash:
         raise BuildError(f"two bundles share the folder name {clash[0]!r}; concept ids would collide")
     for s in scanned:
         if not s.root.is_dir():
             raise BuildError(f"{s.root} is not a folder")
-    if on_scanned:
-        on_scanned(sum(len(s.files) for s in scanned))
+    progress.files(sum(len(s.files) for s in scanned))
 
-    previous = _previous_fingerprints(output)
-    if previous is not None and not prune and all(
-        previous.get(s.name) == s.fingerprint for s in scanned
+    previous = _previous_state(output)
+    target_model = canonical_id(model or previous.get("embedding_model"))
+    if (
+        previous
+        and not prune
+        and all(previous["fingerprints"].get(s.name) == s.fingerprint for s in scanned)
+        and (not embed or (previous.get("embedding_model") == target_model and previous["unembedded"] == 0))
     ):
         report = BuildReport(output, [_report_from_db(output, s.name) for s in scanned])
         report.seconds = time.perf_counter() - started
         return report
+    embedding_model = get_model(target_model) if embed else None  # fail before any work
 
     output.parent.mkdir(parents=True, exist_ok=True)
     temp = output.with_name(f".{output.name}.{os.getpid()}.tmp")
     try:
-        if output.exists():
+        if previous:  # a current-format file: update a copy of it; otherwise start afresh
             shutil.copyfile(output, temp)
-        db = sqlite_utils.Database(temp)
-        reports = []
+        db = connect(temp)
         with db.conn:
             ensure_schema(db)
-            for s in scanned:
-                parsed = parse_bundle(s, on_file)
-                reports.append(_write_bundle(db, parsed, prune))
+            reports = [_write_bundle(db, parse_bundle(s, progress.file), prune) for s in scanned]
             _write_meta(db, scanned)
+        embedded = None
+        if embedding_model is not None:
+            with db.conn:
+                embedded = _embed_missing(db, embedding_model, target_model, progress)
+        for r in reports:
+            _fill_report(db, r)
         db.conn.close()
         os.replace(temp, output)
     except BaseException:
         temp.unlink(missing_ok=True)
         raise
-    report = BuildReport(output, reports)
+    report = BuildReport(output, reports, embedded)
     report.seconds = time.perf_counter() - started
     return report
+
+
+def connect(path: Path | str) -> sqlite_utils.Database:
+    """A sqlite-utils Database with sqlite-vec loaded, so vec0 tables can be read and written."""
+    db = sqlite_utils.Database(path)
+    load_sqlite_vec(db.conn)
+    return db
 
 
 def ensure_schema(db: sqlite_utils.Database) -> None:
@@ -156,10 +199,19 @@ def ensure_schema(db: sqlite_utils.Database) -> None:
         pk="id",
         if_not_exists=True,
     )
+    db["chunks"].create(
+        {
+            "id": int, "concept_id": str, "seq": int, "heading": str, "text": str,
+            "content_hash": str, "embedded_with": str,
+        },
+        pk="id",
+        if_not_exists=True,
+    )
     db["meta"].create({"key": str, "value": str}, pk="key", if_not_exists=True)
     for table, columns in [
         ("concepts", ["bundle"]),
         ("concepts", ["type"]),
+        ("chunks", ["concept_id"]),
         ("edges", ["src"]),
         ("edges", ["dst"]),
         ("link_issues", ["src"]),
@@ -197,6 +249,7 @@ def _write_bundle(db: sqlite_utils.Database, bundle: Bundle, prune: bool) -> Bun
     changed = [c for c in bundle.concepts if stored.get(c.id) != (c.content_hash, c.superseded_by)]
     if changed:
         db["concepts"].upsert_all([_concept_row(c) for c in changed], pk="id")
+        _write_chunks(db, changed)
     report.changed, report.unchanged = len(changed), len(present) - len(changed)
 
     for table in ("edges", "external_links", "link_issues"):
@@ -205,6 +258,7 @@ def _write_bundle(db: sqlite_utils.Database, bundle: Bundle, prune: bool) -> Bun
         doomed = json.dumps(missing)
         for table in ("edges", "external_links", "link_issues"):
             db.execute(f"delete from {table} where src in (select value from json_each(?))", [doomed])
+        _delete_chunks(db, "concept_id in (select value from json_each(?))", [doomed])
         db.execute("delete from concepts where id in (select value from json_each(?))", [doomed])
         report.pruned = len(missing)
     else:
@@ -220,7 +274,83 @@ def _write_bundle(db: sqlite_utils.Database, bundle: Bundle, prune: bool) -> Bun
     db["external_links"].insert_all(rows(bundle.external_links))
     db["build_issues"].insert_all(rows(bundle.build_issues))
     db["log_entries"].insert_all(rows(bundle.log_entries))
-    _fill_report(db, report)
+    return report
+
+
+def _write_chunks(db: sqlite_utils.Database, concepts: list[Concept]) -> None:
+    """Re-chunk changed concepts, keeping the row (and so the vector) of every chunk whose text is unchanged."""
+    ids = json.dumps([c.id for c in concepts])
+    old: dict[tuple[str, str], list[int]] = {}
+    for chunk_id, concept_id, digest in db.execute(
+        "select id, concept_id, content_hash from chunks where concept_id in (select value from json_each(?))", [ids]
+    ):
+        old.setdefault((concept_id, digest), []).append(chunk_id)
+    kept: list[tuple[int, int, str | None]] = []
+    new_rows = []
+    for concept in concepts:
+        for chunk in split_into_chunks(concept.body):
+            digest = text_hash(embedding_text(concept.title, concept.description, chunk.heading, chunk.text))
+            reusable = old.get((concept.id, digest))
+            if reusable:
+                kept.append((reusable.pop(), chunk.seq, chunk.heading))
+            else:
+                new_rows.append(
+                    {"concept_id": concept.id, "seq": chunk.seq, "heading": chunk.heading,
+                     "text": chunk.text, "content_hash": digest, "embedded_with": None}
+                )
+    stale = [chunk_id for leftovers in old.values() for chunk_id in leftovers]
+    _delete_chunks(db, "id in (select value from json_each(?))", [json.dumps(stale)])
+    db.conn.executemany("update chunks set seq = ?, heading = ? where id = ?", [(seq, h, i) for i, seq, h in kept])
+    db["chunks"].insert_all(new_rows)
+
+
+def _delete_chunks(db: sqlite_utils.Database, where: str, params: list) -> None:
+    if "chunk_vectors" in db.table_names():
+        db.execute(f"delete from chunk_vectors where rowid in (select id from chunks where {where})", params)
+    db.execute(f"delete from chunks where {where}", params)
+
+
+def _embed_missing(db: sqlite_utils.Database, model, model_id: str, progress: Progress) -> EmbedReport:
+    """Give every chunk without a vector from `model_id` one, shortest texts batched together."""
+    started = time.perf_counter()
+    meta = _meta(db)
+    previous = meta.get("embedding_model")
+    report = EmbedReport(model_id, int(meta.get("embedding_dimensions") or 0))
+    if previous != model_id or "chunk_vectors" not in db.table_names():
+        report.model_changed_from = previous if previous and previous != model_id else None
+        report.dimensions = dimensions(model)
+        db.execute("drop table if exists chunk_vectors")
+        db.execute(
+            f"create virtual table chunk_vectors using vec0(embedding float[{report.dimensions}] distance_metric=cosine)"
+        )
+        db.execute("update chunks set embedded_with = null")
+        db["meta"].upsert_all(
+            [{"key": "embedding_model", "value": model_id},
+             {"key": "embedding_dimensions", "value": str(report.dimensions)}],
+            pk="key",
+        )
+    todo = [
+        (chunk_id, embedding_text(title, description, heading, text))
+        for chunk_id, title, description, heading, text in db.execute(
+            "select chunks.id, concepts.title, concepts.description, chunks.heading, chunks.text"
+            " from chunks join concepts on concepts.id = chunks.concept_id"
+            " where chunks.embedded_with is null or chunks.embedded_with != ?",
+            [model_id],
+        )
+    ]
+    todo.sort(key=lambda item: len(item[1]))  # similar lengths pad less
+    progress.embedding(len(todo), model_id)
+    batch_size = getattr(model, "batch_size", None) or 16
+    for start in range(0, len(todo), batch_size):
+        batch = todo[start : start + batch_size]
+        blobs = embed_texts(model, [text for _, text in batch])
+        ids = [chunk_id for chunk_id, _ in batch]
+        db.execute("delete from chunk_vectors where rowid in (select value from json_each(?))", [json.dumps(ids)])
+        db.conn.executemany("insert into chunk_vectors(rowid, embedding) values (?, ?)", list(zip(ids, blobs)))
+        db.conn.executemany("update chunks set embedded_with = ? where id = ?", [(model_id, i) for i in ids])
+        report.embedded += len(batch)
+        progress.embedded(len(batch))
+    report.seconds = time.perf_counter() - started
     return report
 
 
@@ -247,19 +377,24 @@ def _meta(db: sqlite_utils.Database) -> dict[str, str]:
     return {r["key"]: r["value"] for r in db.query("select key, value from meta")}
 
 
-def _previous_fingerprints(output: Path) -> dict[str, str] | None:
-    """Fingerprints of the bundles in an existing, current-format database."""
+def _previous_state(output: Path) -> dict:
+    """Fingerprints, embedding model and count of chunks lacking vectors in an existing database."""
     if not output.exists():
-        return None
+        return {}
     try:
-        db = sqlite_utils.Database(output)
+        db = connect(output)
         meta = _meta(db)
+        unembedded = db.execute(
+            "select count(*) from chunks where embedded_with is null or embedded_with != ?",
+            [meta.get("embedding_model") or ""],
+        ).fetchone()[0]
         db.conn.close()
-    except Exception:
-        return None
+    except Exception:  # unreadable or an older layout: rebuild it
+        return {}
     if meta.get("format_version") != FORMAT_VERSION or meta.get("tool_version") != __version__:
-        return None
-    return {name: b.get("fingerprint") for name, b in json.loads(meta.get("bundles", "{}")).items()}
+        return {}
+    fingerprints = {name: b.get("fingerprint") for name, b in json.loads(meta.get("bundles", "{}")).items()}
+    return {"fingerprints": fingerprints, "embedding_model": meta.get("embedding_model"), "unembedded": unembedded}
 
 
 def _fill_report(db: sqlite_utils.Database, report: BundleReport) -> None:
@@ -271,6 +406,9 @@ def _fill_report(db: sqlite_utils.Database, report: BundleReport) -> None:
             report.index_nodes = r["n"]
         else:
             report.concepts = r["n"]
+    report.chunks = db.execute(
+        "select count(*) from chunks where concept_id in (select id from concepts where bundle = ?)", [name]
+    ).fetchone()[0]
     report.edges_by_kind = {
         r["kind"]: r["n"]
         for r in db.query(
@@ -296,7 +434,7 @@ def _fill_report(db: sqlite_utils.Database, report: BundleReport) -> None:
 
 
 def _report_from_db(output: Path, name: str) -> BundleReport:
-    db = sqlite_utils.Database(output)
+    db = connect(output)
     report = BundleReport(name, up_to_date=True)
     _fill_report(db, report)
     report.unchanged = report.concepts + report.index_nodes

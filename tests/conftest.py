@@ -27,3 +27,58 @@ def write_bundle(root: Path, files: dict[str, str | bytes]) -> Path:
         else:
             path.write_text(content, encoding="utf-8")
     return root
+
+
+import hashlib
+import math
+import socket
+
+import llm
+
+
+class HashEmbedding(llm.EmbeddingModel):
+    """A deterministic test double: words hashed into `dims` buckets, L2-normalised."""
+
+    supports_text = True
+
+    def __init__(self, model_id: str, dims: int):
+        self.model_id = model_id
+        self.dims = dims
+        self.calls = 0
+
+    def embed_batch(self, items):
+        self.calls += 1
+        for text in items:
+            vector = [0.0] * self.dims
+            for word in str(text).lower().split():
+                vector[int(hashlib.md5(word.encode()).hexdigest(), 16) % self.dims] += 1.0
+            norm = math.sqrt(sum(v * v for v in vector)) or 1.0
+            yield [v / norm for v in vector]
+
+
+class _TestModels:
+    def __init__(self):
+        self.models = [HashEmbedding("okf-test-hash-8", 8), HashEmbedding("okf-test-hash-16", 16)]
+
+    @llm.hookimpl
+    def register_embedding_models(self, register):
+        for model in self.models:
+            register(model)
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def test_models(monkeypatch, tmp_path):
+    """Register the hash doubles with llm; point llm-ollama at a closed port so lookups stay local."""
+    monkeypatch.setenv("LLM_USER_PATH", str(tmp_path / "llm"))
+    monkeypatch.setenv("OLLAMA_HOST", f"127.0.0.1:{closed_port()}")
+    plugin = _TestModels()
+    llm.plugins.pm.register(plugin, name="okf-test-models")
+    yield {m.model_id: m for m in plugin.models}
+    llm.plugins.pm.unregister(name="okf-test-models")

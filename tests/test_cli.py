@@ -9,7 +9,7 @@ from .conftest import write_bundle
 
 
 def run(*args):
-    return CliRunner().invoke(cli, ["okf", "build", *args], catch_exceptions=False)
+    return CliRunner().invoke(cli, ["okf", "build", "--no-embed", *args], catch_exceptions=False)
 
 
 def test_build_prints_a_summary_and_defaults_to_build_folder(tmp_path):
@@ -25,7 +25,7 @@ def test_build_prints_a_summary_and_defaults_to_build_folder(tmp_path):
         os.chdir(cwd)
     assert result.exit_code == 0, result.output
     assert (tmp_path / "build" / "notes.db").exists()
-    assert "notes: 2 concepts + 0 index nodes (2 written, 0 unchanged)" in result.output
+    assert "notes: 2 concepts + 0 index nodes, 2 chunks (2 written, 0 unchanged)" in result.output
     assert "edges: 1 (1 link)" in result.output
     assert "links: 2 dead, 0 ambiguous" in result.output
     assert "issues: 0 errors, 0 warnings" in result.output
@@ -54,6 +54,6 @@ def test_refused_prune_is_a_clean_error(tmp_path):
     out = tmp_path / "kb.db"
     run(str(bundle), "-o", str(out))
     (bundle / "a.md").unlink()
-    result = CliRunner().invoke(cli, ["okf", "build", str(bundle), "-o", str(out), "--prune"])
+    result = CliRunner().invoke(cli, ["okf", "build", "--no-embed", str(bundle), "-o", str(out), "--prune"])
     assert result.exit_code == 1
     assert "refusing to prune 'kb'" in result.output

@@ -34,7 +34,7 @@ def test_source_table_lists_every_sample():
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_okf_sample_counts_match_source(name, tmp_path):
     db_path = tmp_path / f"{name}.db"
-    report = build([SAMPLES / name], db_path)
+    report = build([SAMPLES / name], db_path, embed=False)
     db = sqlite_utils.Database(db_path)
     concepts = db.execute("select count(*) from concepts where not is_index").fetchone()[0]
     edges = db.execute(
@@ -49,7 +49,7 @@ def test_okf_sample_counts_match_source(name, tmp_path):
 
 def test_acme_retail_quirks(tmp_path):
     db_path = tmp_path / "acme.db"
-    build([SAMPLES / "acme_retail"], db_path)
+    build([SAMPLES / "acme_retail"], db_path, embed=False)
     db = sqlite_utils.Database(db_path)
     # log.md with frontmatter is still the log (OKF §3.1), not a concept
     assert db.execute("select count(*) from concepts where path = 'log.md'").fetchone()[0] == 0
@@ -72,7 +72,7 @@ def test_acme_retail_quirks(tmp_path):
 def test_thellade_vault_indexes_every_note(tmp_path):
     vault = CORPORA / "thellade-campaign-vault" / "vault"
     db_path = tmp_path / "thellade.db"
-    report = build([vault], db_path)
+    report = build([vault], db_path, embed=False)
     db = sqlite_utils.Database(db_path)
     assert db["concepts"].count == 1469
     # frontmatter wikilinks become typed edges, predicate = the property name

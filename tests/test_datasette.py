@@ -28,7 +28,7 @@ def test_search_and_tag_facets_work(tmp_path):
         },
     )
     db_path = tmp_path / "lore.db"
-    build([bundle], db_path)
+    build([bundle], db_path, embed=False)
     rows = get_json(db_path, "/lore/concepts.json?_search=brandy&_shape=array")
     assert [r["id"] for r in rows] == ["lore/a"]
     data = get_json(db_path, "/lore/concepts.json?_facet_array=tags")

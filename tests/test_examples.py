@@ -20,7 +20,7 @@ def campaign(tmp_path_factory):
 @pytest.fixture(scope="module")
 def vault(tmp_path_factory):
     db_path = tmp_path_factory.mktemp("db") / "vault.db"
-    build([VAULT], db_path)
+    build([VAULT], db_path, embed=False)
     return sqlite_utils.Database(db_path)
 
 

@@ -27,7 +27,7 @@ def bundle(tmp_path):
 
 def test_schema_and_contents(bundle, tmp_path):
     db_path = tmp_path / "out.db"
-    build([bundle], db_path)
+    build([bundle], db_path, embed=False)
     db = sqlite_utils.Database(db_path)
     assert set(db.table_names()) >= {
         "concepts", "edges", "link_issues", "build_issues", "external_links", "log_entries", "meta", "concepts_fts",
@@ -51,18 +51,18 @@ def test_schema_and_contents(bundle, tmp_path):
 
 def test_rebuild_with_no_change_does_not_touch_the_file(bundle, tmp_path):
     db_path = tmp_path / "out.db"
-    build([bundle], db_path)
+    build([bundle], db_path, embed=False)
     before = (db_path.stat().st_mtime_ns, db_path.read_bytes())
-    report = build([bundle], db_path)
+    report = build([bundle], db_path, embed=False)
     assert report.up_to_date
     assert (db_path.stat().st_mtime_ns, db_path.read_bytes()) == before
 
 
 def test_one_edit_rewrites_one_concept_and_keeps_fts_in_step(bundle, tmp_path):
     db_path = tmp_path / "out.db"
-    build([bundle], db_path)
+    build([bundle], db_path, embed=False)
     (bundle / "a.md").write_text(NOTE.format(title="Ann Marlowe", tag="dock"))
-    report = build([bundle], db_path)
+    report = build([bundle], db_path, embed=False)
     [alpha] = report.bundles
     assert (alpha.changed, alpha.unchanged) == (1, 2)
     db = sqlite_utils.Database(db_path)
@@ -76,13 +76,13 @@ def test_one_edit_rewrites_one_concept_and_keeps_fts_in_step(bundle, tmp_path):
 def test_deleted_files_are_kept_until_prune(bundle, tmp_path):
     db_path = tmp_path / "out.db"
     other = write_bundle(tmp_path / "beta", {"x.md": "---\ntype: T\n---\nx\n"})
-    build([bundle, other], db_path)
+    build([bundle, other], db_path, embed=False)
     (bundle / "b.md").unlink()
-    report = build([bundle], db_path)
+    report = build([bundle], db_path, embed=False)
     assert report.bundles[0].kept_missing == 1
     db = sqlite_utils.Database(db_path)
     assert db["concepts"].count == 4
-    report = build([bundle], db_path, prune=True)
+    report = build([bundle], db_path, embed=False, prune=True)
     assert report.bundles[0].pruned == 1
     db = sqlite_utils.Database(db_path)  # the build replaced the file: reopen
     ids = {r["id"] for r in db["concepts"].rows}
@@ -93,18 +93,18 @@ def test_deleted_files_are_kept_until_prune(bundle, tmp_path):
 
 def test_prune_is_refused_when_a_bundle_parses_to_nothing(bundle, tmp_path):
     db_path = tmp_path / "out.db"
-    build([bundle], db_path)
+    build([bundle], db_path, embed=False)
     before = db_path.read_bytes()
     for f in bundle.glob("*.md"):
         f.unlink()
     with pytest.raises(BuildError, match="refusing to prune"):
-        build([bundle], db_path, prune=True)
+        build([bundle], db_path, embed=False, prune=True)
     assert db_path.read_bytes() == before
 
 
 def test_a_failed_build_never_damages_the_previous_database(bundle, tmp_path, monkeypatch):
     db_path = tmp_path / "out.db"
-    build([bundle], db_path)
+    build([bundle], db_path, embed=False)
     before = db_path.read_bytes()
     (bundle / "a.md").write_text(NOTE.format(title="Changed", tag="x"))
 
@@ -113,7 +113,7 @@ def test_a_failed_build_never_damages_the_previous_database(bundle, tmp_path, mo
 
     monkeypatch.setattr(store, "_write_meta", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        build([bundle], db_path)
+        build([bundle], db_path, embed=False)
     assert db_path.read_bytes() == before
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
 

@@ -1,0 +1,79 @@
+"""SQL functions and the sqlite-vec extension, for any connection to a built database.
+
+Datasette calls `prepare_connection` for every connection it opens; the build
+and the tests call the same function, so SQL written in one place runs
+unchanged in the others.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlite_vec
+
+from .embed import EmbeddingError, canonical_id, embed_query
+
+
+def load_sqlite_vec(conn: Any) -> None:
+    """Load sqlite-vec: without it SQLite cannot even read a file holding a vec0 table."""
+    try:
+        conn.enable_load_extension(True)
+        sqlite_vec.load(conn)
+        conn.enable_load_extension(False)
+    except AttributeError:
+        raise EmbeddingError(
+            "this Python's sqlite3 cannot load extensions, and sqlite-vec is one; "
+            "install pysqlite3-binary (Linux x86_64) or use a Python built with extension support"
+        ) from None
+
+
+def stored_model(conn: Any) -> str | None:
+    """The embedding model a database was built with, or None (no vectors yet)."""
+    try:
+        row = conn.execute("select value from meta where key = 'embedding_model'").fetchone()
+    except Exception:  # no meta table: not a datasette-okf database
+        return None
+    return row[0] if row else None
+
+
+def prepare_connection(conn: Any) -> None:
+    """sqlite-vec plus `okf_embed(text [, model])` -> the query vector as a float32 blob."""
+    load_sqlite_vec(conn)
+    model = canonical_id(stored_model(conn))
+
+    def okf_embed(text: str | None, requested: str | None = None) -> bytes | None:
+        if text is None:
+            return None
+        if requested is not None and canonical_id(requested) != model:
+            raise EmbeddingError(f"this database was embedded with {model!r}, not {requested!r}")
+        return embed_query(model, str(text))
+
+    conn.create_function("okf_embed", 1, okf_embed)
+    conn.create_function("okf_embed", 2, okf_embed)
+
+
+def check_model(conn: Any, requested: str | None) -> str:
+    """The model to query a database with; a clear error if it differs from the one it was built with."""
+    built = stored_model(conn)
+    if built is None:
+        raise EmbeddingError("this database has no vectors: build it without --no-embed")
+    if requested is not None and canonical_id(requested) != built:
+        raise EmbeddingError(
+            f"this database was embedded with {built!r}; querying it with {canonical_id(requested)!r} "
+            "would compare vectors from different models. Rebuild with --model to change it."
+        )
+    return built
+
+
+NEAREST_CHUNKS_SQL = """
+select chunks.id as chunk_id, chunks.concept_id, chunks.heading, chunk_vectors.distance
+from chunk_vectors join chunks on chunks.id = chunk_vectors.rowid
+where chunk_vectors.embedding match okf_embed(:q) and k = :k
+order by chunk_vectors.distance
+""".strip()
+
+
+def nearest_chunks(conn: Any, text: str, k: int = 10, model: str | None = None) -> list[tuple]:
+    """The k chunks nearest to `text`: (chunk_id, concept_id, heading, cosine distance)."""
+    check_model(conn, model)
+    return conn.execute(NEAREST_CHUNKS_SQL, {"q": text, "k": k}).fetchall()

@@ -1,0 +1,51 @@
+"""Concepts are cut at their headings into pieces of at most ~200 words."""
+
+from datasette_okf.chunks import embedding_text, split_into_chunks
+
+
+def test_chunks_follow_headings():
+    body = "Intro line with some words.\n\n## Appearance\n\nTall and grey-eyed.\n\n## Secrets\n\nWorks for the Accord.\n"
+    chunks = split_into_chunks(body)
+    assert [(c.seq, c.heading, c.text) for c in chunks] == [
+        (0, None, "Intro line with some words."),
+        (1, "Appearance", "Tall and grey-eyed."),
+        (2, "Secrets", "Works for the Accord."),
+    ]
+
+
+def test_long_sections_are_cut_at_paragraphs_then_words():
+    paragraph = " ".join(["word"] * 120)
+    body = "# Long\n\n" + "\n\n".join([paragraph] * 3) + "\n\n" + " ".join(["huge"] * 450)
+    chunks = split_into_chunks(body, max_words=200)
+    assert [len(c.text.split()) for c in chunks] == [120, 120, 120, 200, 200, 50]
+    assert all(c.heading == "Long" for c in chunks)
+
+
+def test_plugin_markup_is_left_out_but_other_code_is_kept():
+    body = (
+        "## Stats\n\n```statblock\nname: Drider\nac: 19\n```\n\n"
+        "```dataview\nTABLE file.name FROM \"x\"\n```\n\n"
+        "> [!metadata|geography]- Region\n> ```dataview\n> TABLE y\n\n"
+        "**Aliases** |  |\n---|---|\n"
+        "A real sentence with `INPUT[text:name]` markup removed.\n"
+    )
+    text = "\n".join(c.text for c in split_into_chunks(body))
+    assert "name: Drider" in text and "ac: 19" in text
+    assert "TABLE" not in text and "INPUT[" not in text and "Aliases" not in text
+    assert "A real sentence with  markup removed." in text
+
+
+def test_headings_inside_code_are_not_headings():
+    body = "## Real\n\nText here now.\n\n```markdown\n# Not a heading\n```\n"
+    assert [c.heading for c in split_into_chunks(body)] == ["Real"]
+
+
+def test_an_empty_note_still_has_one_chunk():
+    assert [(c.seq, c.heading, c.text) for c in split_into_chunks("")] == [(0, None, "")]
+
+
+def test_embedding_text_carries_title_and_description():
+    assert embedding_text("Mira Vell", "A smuggler.", "Secrets", "Works nights.") == (
+        "Mira Vell\nA smuggler.\nSecrets\nWorks nights."
+    )
+    assert embedding_text("Mira Vell", None, None, "") == "Mira Vell"
