@@ -180,3 +180,14 @@ def test_build_with_an_unreachable_model_leaves_the_database_alone(monkeypatch, 
     with pytest.raises(EmbeddingError, match="no Ollama server answered"):
         build([root], db_path, model="ollama/nomic-embed-text")
     assert db_path.read_bytes() == before
+
+
+def test_query_embeddings_are_cached(test_models):
+    model = test_models["okf-test-hash-8"]
+    embed.embed_query.cache_clear()
+    first = embed.embed_query("okf-test-hash-8", "who is the tinker?")
+    calls = model.calls
+    assert embed.embed_query("okf-test-hash-8", "who is the tinker?") == first
+    assert model.calls == calls
+    embed.embed_query("okf-test-hash-8", "another question")
+    assert model.calls == calls + 1
