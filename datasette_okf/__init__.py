@@ -7,6 +7,10 @@ from datasette import hookimpl
 
 __version__ = "0.1.0"
 
+from .retrieve import context_for  # noqa: E402  the Python API: context_for(db, question, **options)
+
+__all__ = ["context_for", "__version__"]
+
 
 @hookimpl
 def register_commands(cli):

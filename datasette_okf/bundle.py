@@ -14,12 +14,14 @@ import os
 import posixpath
 import re
 import stat
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from .frontmatter import FrontmatterError, parse_frontmatter, split_frontmatter
-from .links import PathIndex, RawLink, Resolution, find_links, find_wikilinks
+from .links import PathIndex, RawLink, Resolution, find_links, find_wikilinks, mask_code
+from .titles import TitleIndex, words
 
 PARSER_VERSION = "1"  # bump when parsing changes, so unchanged files are re-read
 MAX_FILE_BYTES = 4 * 1024 * 1024
@@ -232,9 +234,13 @@ def decode(data: bytes) -> tuple[str, str | None]:
 
 
 def parse_bundle(
-    scanned: ScannedBundle, on_file: Callable[[str], None] | None = None
+    scanned: ScannedBundle, on_file: Callable[[str], None] | None = None, link_mentions: bool = False
 ) -> Bundle:
-    """Turn a scanned bundle into records, resolving every link within it."""
+    """Turn a scanned bundle into records, resolving every link within it.
+
+    With `link_mentions`, an unlinked mention of another concept's title or
+    alias in a body becomes an edge of kind `mention`.
+    """
     bundle = Bundle(scanned.name, scanned.root, scanned.fingerprint)
     bundle.build_issues.extend(scanned.issues)
     documents: list[_Document] = []
@@ -287,7 +293,36 @@ def parse_bundle(
         _Linker(bundle, index, doc, concept).run()
 
     _derive_superseded_by(bundle)
+    if link_mentions:
+        bundle.edges.extend(mention_edges(bundle.concepts, bundle.edges))
     return bundle
+
+
+def mention_edges(concepts: list[Concept], edges: list[Edge]) -> list[Edge]:
+    """Unlinked mentions of other concepts' titles and aliases, at word boundaries.
+
+    A one-word name is skipped when the word also appears in lower case in the
+    bundle's prose ("Time", "Home"): then it is a common word, not a name.
+    """
+    targets = [c for c in concepts if not c.is_index]
+    bodies = {c.id: mask_code(c.body) for c in concepts}
+    lower_words = Counter(w for body in bodies.values() for w in re.findall(r"\b[a-z]\w*\b", body))
+    names = []
+    common: set[tuple[str, ...]] = set()
+    for c in targets:
+        for name in [c.title, *c.aliases]:
+            tokens = tuple(words(name))
+            if len(tokens) == 1 and (lower_words[tokens[0]] >= 2 or len(tokens[0]) < 3):
+                common.add(tokens)
+            names.append((c.id, name))
+    index = TitleIndex(names)
+    linked = {(e.src, e.dst) for e in edges if e.dst}
+    found = []
+    for c in concepts:
+        for target, name in index.find(bodies[c.id], skip=common):
+            if target != c.id and (c.id, target) not in linked:
+                found.append(Edge(c.id, target, "mentions", "mention", object_literal=name))
+    return found
 
 
 @dataclass

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from pathlib import Path
@@ -9,6 +10,8 @@ from pathlib import Path
 import click
 
 from .embed import DEFAULT_MODEL, EmbeddingError
+from .evaluate import as_table, evaluate as run_evaluation, load_golden
+from .retrieve import MODES, context_for
 from .store import BuildError, BuildReport, Progress, build as build_database
 
 
@@ -71,8 +74,13 @@ class _Bars(Progress):
     help=f"llm embedding model id (default: the one the file was built with, else {DEFAULT_MODEL})",
 )
 @click.option("--no-embed", is_flag=True, help="Build without vectors (chunks are still written)")
+@click.option(
+    "--link-mentions", is_flag=True,
+    help="Also add an edge (kind mention) for each unlinked mention of another concept's title or alias",
+)
 def build(
-    bundles: tuple[Path, ...], output: Path | None, prune: bool, strict: bool, model: str | None, no_embed: bool
+    bundles: tuple[Path, ...], output: Path | None, prune: bool, strict: bool, model: str | None, no_embed: bool,
+    link_mentions: bool,
 ):
     """Build BUNDLE folders (OKF bundles or Obsidian vaults) into one SQLite file.
 
@@ -82,7 +90,9 @@ def build(
     output = output or Path("build") / f"{bundles[0].resolve().name}.db"
     bars = _Bars()
     try:
-        report = build_database(bundles, output, prune=prune, embed=not no_embed, model=model, progress=bars)
+        report = build_database(
+            bundles, output, prune=prune, embed=not no_embed, model=model, progress=bars, link_mentions=link_mentions
+        )
     except (BuildError, EmbeddingError) as error:
         raise click.ClickException(str(error))
     finally:
@@ -90,6 +100,51 @@ def build(
     click.echo(summary(report))
     if strict and any(b.errors or b.warnings for b in report.bundles):
         sys.exit(1)
+
+
+@okf.command()
+@click.argument("database", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("question")
+@click.option("--json", "as_json", is_flag=True, help="Print the whole JSON response")
+@click.option("--mode", type=click.Choice(MODES), default="hybrid", show_default=True)
+@click.option("-k", type=int, default=10, show_default=True, help="Results per list (and for vector/keyword modes)")
+@click.option("--budget", type=int, default=2000, show_default=True, help="Token budget of the context")
+@click.option("--seeds", "max_seeds", type=int, default=5, show_default=True, help="Seeds kept after fusion")
+@click.option("--hops", type=int, default=2, show_default=True)
+def context(database: Path, question: str, as_json: bool, mode: str, k: int, budget: int, max_seeds: int, hops: int):
+    """Print the context DATABASE gives an LLM for QUESTION."""
+    try:
+        result = context_for(str(database), question, mode=mode, k=k, budget=budget, max_seeds=max_seeds, hops=hops)
+    except EmbeddingError as error:
+        raise click.ClickException(str(error))
+    if as_json:
+        click.echo(json.dumps(result, indent=2, ensure_ascii=False))
+        return
+    click.echo(result["context"])
+    click.echo(
+        f"\n-- {mode}, intent {result['intent']}, {'confident' if result['confident'] else 'NOT confident'}: "
+        f"{result['reason']}; {len(result['nodes'])} notes in {result['timings_ms']['total']:.0f} ms",
+        err=True,
+    )
+
+
+@okf.command()
+@click.argument("database", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("golden", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--modes", default="hybrid,vector:5,vector:10,vector:15,graph-walk", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "markdown"]), default="table", show_default=True)
+def evaluate(database: Path, golden: Path, modes: str, fmt: str):
+    """Run GOLDEN questions against DATABASE in several modes, side by side.
+
+    GOLDEN is a JSON list of {id, tier: lookup|synthesis|temporal|out, question,
+    required: [bundle-relative .md paths or concept ids]}. "rejected" is the
+    rejection rate for tier out and the false-rejection rate for the others.
+    """
+    report = run_evaluation(str(database), load_golden(golden), [m.strip() for m in modes.split(",") if m.strip()])
+    if fmt == "json":
+        click.echo(json.dumps(report, indent=2))
+    else:
+        click.echo(as_table(report, markdown=fmt == "markdown"))
 
 
 def summary(report: BuildReport) -> str:

@@ -7,11 +7,39 @@ unchanged in the others.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import sqlite_vec
 
 from .embed import EmbeddingError, canonical_id, embed_query
+from .graph import WalkOptions, graph_expand
+from .titles import TitleIndex, coverage, fts_query
+
+
+class RRF:
+    """`rrf(rank [, weight [, k]])`: Σ weight / (k + rank), reciprocal rank fusion as an aggregate."""
+
+    def __init__(self) -> None:
+        self.total = 0.0
+
+    def step(self, rank: float | None, weight: float = 1.0, k: float = 60.0) -> None:
+        if rank is not None:
+            self.total += (1.0 if weight is None else weight) / (k + rank)
+
+    def finalize(self) -> float:
+        return self.total
+
+
+def title_index(conn: Any) -> TitleIndex:
+    """Titles and aliases of every concept that is not an index node."""
+    names = []
+    for concept_id, title, aliases in conn.execute(
+        "select id, title, aliases from concepts where not is_index"
+    ):
+        names.append((concept_id, title or ""))
+        names.extend((concept_id, alias) for alias in json.loads(aliases or "[]"))
+    return TitleIndex(names)
 
 
 def load_sqlite_vec(conn: Any) -> None:
@@ -50,6 +78,27 @@ def prepare_connection(conn: Any) -> None:
 
     conn.create_function("okf_embed", 1, okf_embed)
     conn.create_function("okf_embed", 2, okf_embed)
+
+    titles: list[TitleIndex] = []  # built on first use, once per connection
+
+    def okf_title_matches(text: str | None) -> str:
+        if not titles:
+            titles.append(title_index(conn))
+        return json.dumps([concept_id for concept_id, _ in titles[0].find(text or "")])
+
+    def sql_graph_expand(seeds: str, hops: int = 2, options: str | None = None) -> str:
+        walk = WalkOptions.from_json(options)
+        walk.hops = int(hops)
+        return json.dumps(graph_expand(conn, json.loads(seeds or "[]"), walk))
+
+    conn.create_function("okf_title_matches", 1, okf_title_matches)
+    conn.create_function("okf_coverage", 2, lambda q, t: coverage(q or "", t or ""), deterministic=True)
+    conn.create_function("okf_fts_query", 1, lambda q: fts_query(q or ""), deterministic=True)
+    conn.create_aggregate("rrf", 1, RRF)
+    conn.create_aggregate("rrf", 2, RRF)
+    conn.create_aggregate("rrf", 3, RRF)
+    for arity in (1, 2, 3):
+        conn.create_function("graph_expand", arity, sql_graph_expand)
 
 
 def check_model(conn: Any, requested: str | None) -> str:

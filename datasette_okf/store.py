@@ -90,6 +90,7 @@ def build(
     embed: bool = True,
     model: str | None = None,
     progress: Progress | None = None,
+    link_mentions: bool = False,
 ) -> BuildReport:
     """Build (or update) `output` from one or more bundle folders.
 
@@ -114,7 +115,7 @@ def build(
     if (
         previous
         and not prune
-        and all(previous["fingerprints"].get(s.name) == s.fingerprint for s in scanned)
+        and all(previous["fingerprints"].get(s.name) == _fingerprint(s, link_mentions) for s in scanned)
         and (not embed or (previous.get("embedding_model") == target_model and previous["unembedded"] == 0))
     ):
         report = BuildReport(output, [_report_from_db(output, s.name) for s in scanned])
@@ -130,8 +131,8 @@ def build(
         db = connect(temp)
         with db.conn:
             ensure_schema(db)
-            reports = [_write_bundle(db, parse_bundle(s, progress.file), prune) for s in scanned]
-            _write_meta(db, scanned)
+            reports = [_write_bundle(db, parse_bundle(s, progress.file, link_mentions), prune) for s in scanned]
+            _write_meta(db, scanned, link_mentions)
         embedded = None
         if embedding_model is not None:
             with db.conn:
@@ -354,12 +355,17 @@ def _embed_missing(db: sqlite_utils.Database, model, model_id: str, progress: Pr
     return report
 
 
-def _write_meta(db: sqlite_utils.Database, scanned: list[ScannedBundle]) -> None:
+def _fingerprint(scanned: ScannedBundle, link_mentions: bool) -> str:
+    """The bundle's content fingerprint, plus the options that change what is built from it."""
+    return scanned.fingerprint + (":mentions" if link_mentions else "")
+
+
+def _write_meta(db: sqlite_utils.Database, scanned: list[ScannedBundle], link_mentions: bool) -> None:
     now = datetime.now(timezone.utc).isoformat(timespec="seconds")
     existing = _meta(db).get("bundles", "{}")
     bundles = json.loads(existing)
     for s in scanned:
-        bundles[s.name] = {"path": str(s.root.resolve()), "fingerprint": s.fingerprint, "built_at": now}
+        bundles[s.name] = {"path": str(s.root.resolve()), "fingerprint": _fingerprint(s, link_mentions), "built_at": now}
     db["meta"].upsert_all(
         [
             {"key": "format_version", "value": FORMAT_VERSION},

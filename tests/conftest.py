@@ -82,3 +82,23 @@ def test_models(monkeypatch, tmp_path):
     llm.plugins.pm.register(plugin, name="okf-test-models")
     yield {m.model_id: m for m in plugin.models}
     llm.plugins.pm.unregister(name="okf-test-models")
+
+
+@pytest.fixture(scope="session")
+def campaign_db(tmp_path_factory):
+    """examples/campaign built once with the real default model, shared by the tests that read it."""
+    from datasette_okf.store import build
+
+    path = tmp_path_factory.mktemp("campaign") / "campaign.db"
+    build([EXAMPLES], path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def campaign_mentions_db(tmp_path_factory):
+    """The same bundle built with --link-mentions."""
+    from datasette_okf.store import build
+
+    path = tmp_path_factory.mktemp("campaign-mentions") / "campaign.db"
+    build([EXAMPLES], path, link_mentions=True)
+    return path

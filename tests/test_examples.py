@@ -11,10 +11,8 @@ from .conftest import EXAMPLES, VAULT
 
 
 @pytest.fixture(scope="module")
-def campaign(tmp_path_factory):
-    db_path = tmp_path_factory.mktemp("db") / "campaign.db"
-    build([EXAMPLES], db_path)
-    return sqlite_utils.Database(db_path)
+def campaign(campaign_db):
+    return sqlite_utils.Database(campaign_db)
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,98 @@
+"""Golden sets: run context_for in several modes side by side and report recall, hits, size and rejection."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from .render import estimate_tokens
+from .retrieve import connection, context_for
+
+TIERS = ("lookup", "synthesis", "temporal", "out")
+
+
+def parse_mode(spec: str) -> tuple[str, dict[str, Any]]:
+    """`hybrid`, `vector:10`, `keyword:5`, `graph-walk` -> (mode, options)."""
+    mode, _, k = spec.partition(":")
+    return mode, ({"k": int(k)} if k else {})
+
+
+def load_golden(path: Path | str) -> list[dict[str, Any]]:
+    questions = json.loads(Path(path).read_text())
+    for q in questions:
+        if q.get("tier") not in TIERS:
+            raise ValueError(f"question {q.get('id')!r}: tier must be one of {', '.join(TIERS)}")
+    return questions
+
+
+def _matches(required: str, node: dict[str, Any]) -> bool:
+    """A required entry is a bundle-relative .md path or a concept id."""
+    return required in (node["path"], node["id"]) or node["id"].endswith("/" + required.removesuffix(".md"))
+
+
+def evaluate(db: Any, golden: list[dict[str, Any]], modes: list[str], **options: Any) -> dict[str, Any]:
+    """Per mode and tier: recall, hit@1, mean notes and tokens in context, rejection rates, latency."""
+    conn = connection(db)
+    report: dict[str, Any] = {"modes": {}, "questions": len(golden)}
+    for spec in modes:
+        mode, extra = parse_mode(spec)
+        per_tier: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for q in golden:
+            result = context_for(conn, q["question"], mode=mode, **{**options, **extra})
+            nodes = result["nodes"]
+            required = q.get("required", [])
+            found = [r for r in required if any(_matches(r, n) for n in nodes)]
+            per_tier[q["tier"]].append({
+                "id": q["id"],
+                "recall": len(found) / len(required) if required else None,
+                "hit1": bool(nodes) and any(_matches(r, nodes[0]) for r in required),
+                "notes": len(nodes),
+                "tokens": estimate_tokens(result["context"]) if result["confident"] else 0,
+                "rejected": not result["confident"],
+                "ms": result["timings_ms"]["total"],
+                "missed": [r for r in required if r not in found],
+            })
+        report["modes"][spec] = {tier: _summary(tier, rows) for tier, rows in per_tier.items()}
+        report["modes"][spec]["all"] = _summary("all", [r for rows in per_tier.values() for r in rows])
+        report["modes"][spec]["per_question"] = {r["id"]: r for rows in per_tier.values() for r in rows}
+    return report
+
+
+def _summary(tier: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    answered = [r for r in rows if r["recall"] is not None]
+    return {
+        "n": len(rows),
+        "recall": _mean([r["recall"] for r in answered]),
+        "hit1": _mean([float(r["hit1"]) for r in answered]),
+        "notes": _mean([r["notes"] for r in rows]),
+        "tokens": _mean([r["tokens"] for r in rows]),
+        "rejection_rate" if tier == "out" else "false_rejection_rate": _mean([float(r["rejected"]) for r in rows]),
+        "p50_ms": round(statistics.median([r["ms"] for r in rows]), 1) if rows else None,
+    }
+
+
+def _mean(values: list[float]) -> float | None:
+    return round(sum(values) / len(values), 3) if values else None
+
+
+def as_table(report: dict[str, Any], markdown: bool = False) -> str:
+    header = ["mode", "tier", "n", "recall", "hit@1", "notes", "tokens", "rejected", "p50 ms"]
+    lines = []
+    for spec, tiers in report["modes"].items():
+        for tier in (*TIERS, "all"):
+            if tier not in tiers:
+                continue
+            s = tiers[tier]
+            rejected = s.get("rejection_rate", s.get("false_rejection_rate"))
+            cells = [spec, tier, s["n"], s["recall"], s["hit1"], s["notes"], s["tokens"], rejected, s["p50_ms"]]
+            lines.append(["" if c is None else str(c) for c in cells])
+    if markdown:
+        out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        out += ["| " + " | ".join(row) + " |" for row in lines]
+        return "\n".join(out)
+    widths = [max(len(h), *(len(r[i]) for r in lines)) for i, h in enumerate(header)]
+    fmt = "  ".join(f"{{:{w}}}" for w in widths)
+    return "\n".join([fmt.format(*header)] + [fmt.format(*r) for r in lines])

@@ -1,0 +1,68 @@
+"""Fact lines and prose blocks for the LLM: compact, trust-aware, never presenting stale as current."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def estimate_tokens(text: str) -> int:
+    """About four characters a token for English prose; good enough to budget with."""
+    return (len(text) + 3) // 4
+
+
+def warnings(node: dict[str, Any], titles: dict[str, str]) -> list[str]:
+    notes = []
+    if node.get("stale"):
+        notes.append(f"STALE since {node['stale_after']}: may no longer be true")
+    if node.get("superseded_by"):
+        successor = titles.get(node["superseded_by"], node["superseded_by"])
+        notes.append(f"SUPERSEDED by {successor} ({node['superseded_by']})")
+    if node.get("status") in ("deprecated", "draft"):
+        notes.append(node["status"].upper())
+    return notes
+
+
+def fact_line(fact: dict[str, Any]) -> str:
+    """`- Nessa Thorne member_of Black Gulls, as of 2026-03-01 (trust: human-reviewed, source: s4)`"""
+    line = f"- {fact['subject']} {fact['predicate']} {fact['object']}"
+    if fact.get("date"):
+        line += f", as of {fact['date']}"
+    extra = [f"trust: {fact['trust']}"]
+    if fact.get("source"):
+        extra.append(f"source: {fact['source']}")
+    if fact.get("superseded_by"):
+        extra.append(f"superseded by {fact['superseded_by']}")
+    if fact.get("stale"):
+        extra.append(f"stale since {fact['stale_after']}")
+    return f"{line} ({', '.join(extra)})"
+
+
+def node_header(node: dict[str, Any], titles: dict[str, str]) -> str:
+    flags = warnings(node, titles)
+    head = f"### {node['title']} ({node['id']})\nwhy: {node['via']}; trust: {node['trust']}"
+    if flags:
+        head += "; " + "; ".join(flags)
+    if node.get("description"):
+        head += f"\n{node['description']}"
+    return head
+
+
+def chunk_block(chunk: dict[str, Any]) -> str:
+    text = chunk["text"].strip()
+    return f"#### {chunk['heading']}\n{text}" if chunk.get("heading") else text
+
+
+def no_confident_match(question: str, reason: str) -> str:
+    return (
+        f"No confident match in this bundle for: {question}\n"
+        f"({reason}.) Say that the bundle does not cover this rather than guessing."
+    )
+
+
+def context_text(question: str, facts: list[str], blocks: list[str]) -> str:
+    parts = [f"# Context for: {question}"]
+    if facts:
+        parts.append("## Facts\n" + "\n".join(facts))
+    if blocks:
+        parts.append("## Notes\n" + "\n\n".join(blocks))
+    return "\n\n".join(parts)

@@ -1,0 +1,94 @@
+"""Words, content words, and concept titles named in a text at word boundaries.
+
+Matching runs on Unicode word tokens, never on substrings, so a concept titled
+"AI" cannot match "explain" and "Go" cannot match "ago" (seed 003 §6.1): a
+title matches when its token sequence appears in the text's token sequence.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from typing import Iterable
+
+_WORD = re.compile(r"\w+")
+STOPWORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before being below between
+    both but by can could did do does doing down during each few for from further had has have having he her here
+    hers herself him himself his how i if in into is it its itself just me more most my myself no nor not now of
+    off on once only or other our ours ourselves out over own same she should so some such than that the their
+    theirs them themselves then there these they this those through to too under until up very was we were what
+    when where which while who whom why will with would you your yours yourself yourselves also did does know
+    tell whose many much""".split()
+)
+
+
+def words(text: str) -> list[str]:
+    return _WORD.findall(text.casefold())
+
+
+def _stem(word: str) -> str:
+    """A light stem for coverage checks: plural and possessive endings only."""
+    for suffix in ("'s", "ies", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)] + ("y" if suffix == "ies" else "")
+    return word
+
+
+def content_words(text: str) -> list[str]:
+    """The question's words that carry meaning: no stopwords, no duplicates, in order."""
+    seen: dict[str, None] = {}
+    for word in words(text):
+        if word not in STOPWORDS and (len(word) > 1 or word.isdigit()):
+            seen.setdefault(word)
+    return list(seen)
+
+
+def coverage(question: str, text: str) -> float:
+    """Share of the question's content words present in `text` (seed 003 §10.4), 0..1."""
+    wanted = {_stem(w) for w in content_words(question)}
+    if not wanted:
+        return 0.0
+    present = {_stem(w) for w in words(text)}
+    return len(wanted & present) / len(wanted)
+
+
+def fts_query(text: str) -> str:
+    """An FTS5 MATCH expression that no user text can break: content words, quoted, OR-ed."""
+    terms = content_words(text) or words(text)
+    if not terms:
+        return '""'  # matches nothing, and is valid syntax
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms[:64])
+
+
+class TitleIndex:
+    """Concept names (titles and aliases) by token sequence, for finding them in text."""
+
+    def __init__(self, names: Iterable[tuple[str, str]]):
+        self.by_tokens: dict[tuple[str, ...], set[str]] = defaultdict(set)
+        for concept_id, name in names:
+            tokens = tuple(words(name))
+            if tokens and not all(t in STOPWORDS for t in tokens):
+                self.by_tokens[tokens].add(concept_id)
+        self.lengths: dict[str, set[int]] = defaultdict(set)  # first token -> name lengths
+        for tokens in self.by_tokens:
+            self.lengths[tokens[0]].add(len(tokens))
+
+    def find(self, text: str, skip: set[tuple[str, ...]] | None = None) -> list[tuple[str, str]]:
+        """(concept id, matched name) for every name in `text`, longest names first, each id once."""
+        tokens = words(text)
+        hits: list[tuple[int, int, str, str]] = []
+        for start, token in enumerate(tokens):
+            for n in self.lengths.get(token, ()):
+                key = tuple(tokens[start : start + n])
+                ids = self.by_tokens.get(key)
+                if ids and not (skip and key in skip):
+                    for concept_id in sorted(ids):
+                        hits.append((-n, start, concept_id, " ".join(key)))
+        seen: set[str] = set()
+        found = []
+        for _, _, concept_id, name in sorted(hits):
+            if concept_id not in seen:
+                seen.add(concept_id)
+                found.append((concept_id, name))
+        return found

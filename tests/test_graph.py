@@ -1,0 +1,87 @@
+"""The bounded, damped walk: both directions, hubs passed through, capped, ties by vector rank."""
+
+import json
+
+import pytest
+import sqlite_utils
+
+from datasette_okf.graph import WalkOptions, graph_expand
+from datasette_okf.store import build
+
+from .conftest import write_bundle
+
+T = "---\ntype: T\n{extra}---\n{body}\n"
+
+
+@pytest.fixture
+def conn(tmp_path):
+    root = write_bundle(
+        tmp_path / "g",
+        {
+            "index.md": "* [a](a.md)\n* [b](b.md)\n* [c](c.md)\n* [far](far.md)\n",
+            "a.md": T.format(extra="verified: {by: human:x}\n", body="[b](b.md)"),
+            "b.md": T.format(extra="", body="[c](c.md)"),
+            "c.md": T.format(extra="", body="end"),
+            "visitor.md": T.format(extra="", body="Visited [a](a.md)."),
+            "far.md": T.format(extra="", body="alone"),
+            "old.md": T.format(extra="superseded_by: /a.md\n", body="[a](a.md)"),
+            "twin1.md": T.format(extra="", body="[b](b.md)"),
+            "twin2.md": T.format(extra="", body="[b](b.md)"),
+        },
+    )
+    build([root], tmp_path / "g.db", embed=False)
+    return sqlite_utils.Database(tmp_path / "g.db").conn
+
+
+def ids(result):
+    return [(r["id"].removeprefix("g/"), r["hop"]) for r in result]
+
+
+def test_walks_both_directions_and_two_hops(conn):
+    found = ids(graph_expand(conn, ["g/a"], WalkOptions()))
+    assert ("b", 1) in found and ("visitor", 1) in found  # visitor links to a: walked backwards
+    assert ("c", 2) in found
+
+
+def test_index_hubs_are_walked_through_but_not_returned(conn):
+    found = ids(graph_expand(conn, ["g/a"], WalkOptions()))
+    assert all(node != "index" for node, _ in found)
+    assert ("far", 2) in found  # reachable only through the index
+
+
+def test_hop_limit_and_cap(conn):
+    assert all(hop == 1 for _, hop in ids(graph_expand(conn, ["g/a"], WalkOptions(hops=1))))
+    assert len(graph_expand(conn, ["g/a"], WalkOptions(cap=2))) == 2
+
+
+def test_superseded_nodes_are_down_weighted_not_dropped(conn):
+    result = {r["id"]: r for r in graph_expand(conn, ["g/a"], WalkOptions(hops=1))}
+    # old reaches a by a link (weight 1.0) and by superseded_by (0.5); degree 2, unverified (0.6)
+    assert result["g/old"]["score"] == pytest.approx((1.0 + 0.5) * 0.6 * 0.6 * 0.15 / 2 ** 0.5)
+    assert result["g/visitor"]["score"] == pytest.approx(1.0 * 0.6 * 0.6 / 1 ** 0.5)
+
+
+def test_ties_break_on_vector_rank_then_id(conn):
+    order = [r["id"] for r in graph_expand(conn, ["g/b"], WalkOptions(hops=1)) if r["id"].startswith("g/twin")]
+    assert order == ["g/twin1", "g/twin2"]
+    order = [r["id"] for r in graph_expand(conn, ["g/b"], WalkOptions(hops=1, tie_ranks={"g/twin2": 1, "g/twin1": 7}))
+             if r["id"].startswith("g/twin")]
+    assert order == ["g/twin2", "g/twin1"]
+
+
+def test_degree_damping_and_trust(conn):
+    result = {r["id"]: r for r in graph_expand(conn, ["g/b"], WalkOptions(hops=1))}
+    # degree counts edges: a has 5 (to b; from visitor, index, and old twice); c has 2 (from b, index)
+    assert result["g/a"]["score"] == pytest.approx(0.6 * 1.0 / 5 ** 0.5)  # human-reviewed: trust 1.0
+    assert result["g/c"]["score"] == pytest.approx(0.6 * 0.6 / 2 ** 0.5)  # unverified: trust 0.6
+
+
+def test_graph_expand_as_sql(conn):
+    from datasette_okf.sqlfunctions import prepare_connection
+
+    prepare_connection(conn)
+    rows = conn.execute(
+        "select json_extract(value, '$.id') from json_each(graph_expand(?, 1, ?))",
+        [json.dumps(["g/a"]), json.dumps({"cap": 1})],
+    ).fetchall()
+    assert len(rows) == 1

@@ -1,0 +1,132 @@
+"""context_for on the example campaign, with the real default model."""
+
+import json
+
+import pytest
+from click.testing import CliRunner
+from datasette.cli import cli
+
+from datasette_okf import context_for
+from datasette_okf.evaluate import evaluate, load_golden
+from datasette_okf.retrieve import MODES, classify_intent, connection
+
+from .conftest import ROOT
+
+GOLDEN = ROOT / "examples" / "campaign.golden.json"
+
+
+def ids(result):
+    return [n["id"].removeprefix("campaign/") for n in result["nodes"]]
+
+
+def test_json_contract(campaign_db):
+    result = context_for(campaign_db, "Who leads the harbour council?")
+    assert set(result) == {"question", "mode", "intent", "confident", "reason", "seeds", "nodes", "facts",
+                           "context", "sql", "timings_ms"}
+    assert set(result["seeds"][0]) >= {"id", "path", "title", "ranks", "rrf"}
+    assert set(result["seeds"][0]["ranks"]) == {"title", "fts", "vector"}
+    assert set(result["nodes"][0]) == {"id", "bundle", "path", "title", "score", "via", "trust", "stale", "superseded_by"}
+    assert result["nodes"][0]["path"].endswith(".md")
+    assert result["timings_ms"]["total"] > 0 and set(result["sql"]) >= {"seeds", "walk", "facts"}
+
+
+def test_every_stage_sql_runs_unchanged(campaign_db):
+    result = context_for(campaign_db, "Who leads the harbour council?")
+    conn = connection(campaign_db)
+    params = {"question": result["question"], "k": 20, "vector_k": 60,
+              "seeds": json.dumps([s["id"] for s in result["seeds"]]), "hops": 2, "walk_options": "{}",
+              "nodes": json.dumps([n["id"] for n in result["nodes"]])}
+    seeds = conn.execute(result["sql"]["seeds"], params).fetchall()
+    assert seeds[0][0] == result["seeds"][0]["id"] or result["seeds"][0].get("resolved_from")
+    assert conn.execute(result["sql"]["walk"], params).fetchall()
+    assert conn.execute(result["sql"]["facts"], params).fetchall()
+
+
+def test_title_hit_seeds_first_and_relations_render_as_facts(campaign_db):
+    result = context_for(campaign_db, "What is Nessa Thorne's crew?")
+    assert result["confident"] and ids(result)[0] == "people/nessa-thorne"
+    assert result["seeds"][0]["ranks"]["title"] == 1
+    assert "- Nessa Thorne member_of The Black Gulls, as of 1339-06-21 (trust: human-reviewed, source: s4)" in result["context"]
+
+
+def test_out_of_bundle_question_gets_no_confident_match(campaign_db):
+    result = context_for(campaign_db, "How do I descale an espresso machine?")
+    assert not result["confident"] and result["nodes"] == []
+    assert result["context"].startswith("No confident match in this bundle")
+
+
+def test_superseded_concepts_resolve_to_the_current_one(campaign_db):
+    now = context_for(campaign_db, "What is the harbour toll per ship?")
+    assert "organisations/harbour-charter-v3" in ids(now)
+    assert not {"organisations/harbour-charter-v1", "organisations/harbour-charter-v2"} & {s["id"].removeprefix("campaign/") for s in now["seeds"]}
+    then = context_for(campaign_db, "What was the harbour toll under the original charter?")
+    assert then["intent"] == "HISTORICAL"
+    assert "organisations/harbour-charter-v1" in ids(then)
+
+
+def test_stale_content_is_flagged_never_presented_as_current(campaign_db):
+    result = context_for(campaign_db, "What is the watch rotation at the harbour?", today="2026-11-29")
+    stale = [n for n in result["nodes"] if n["id"].endswith("watch-rotation")]
+    assert stale and stale[0]["stale"]
+    assert "STALE since 2026-01-01T00:00:00Z: may no longer be true" in result["context"]
+
+
+def test_budget_bounds_the_context(campaign_db):
+    from datasette_okf.render import estimate_tokens
+
+    for budget in (300, 800, 2000):
+        result = context_for(campaign_db, "Tell me about the Black Gulls and their rivals", budget=budget)
+        assert estimate_tokens(result["context"]) <= budget
+
+
+def test_the_walk_adds_notes_the_seeds_missed_and_is_capped(campaign_mentions_db):
+    question = "Who does the shopkeeper Bert sent the party to in session 3 secretly work for?"
+    result = context_for(campaign_mentions_db, question)
+    seeds = [n for n in result["nodes"] if n["via"].startswith("seed")]
+    walked = [n for n in result["nodes"] if n["via"].startswith("hop")]
+    assert 0 < len(walked) <= len(seeds)  # capped: never more walked notes than seeds
+    assert "campaign/people/teodor-vask" not in [s["id"] for s in result["seeds"]]
+    assert "campaign/people/teodor-vask" in [n["id"] for n in walked]  # the Tinker: only a nickname in session 3
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_modes_share_one_shape(campaign_db, mode):
+    result = context_for(campaign_db, "Where does the brine hag live?", mode=mode, k=5)
+    assert result["mode"] == mode and result["confident"]
+    assert set(result) >= {"seeds", "nodes", "facts", "context", "sql"}
+    if mode != "hybrid":
+        assert all(set(s["ranks"]) <= {"fts", "vector"} for s in result["seeds"])
+
+
+@pytest.mark.parametrize("question", ['"', "NEAR(harbour toll)", "toll* AND -ship", "harbour OR", "col:val ^x", "(("])
+def test_question_text_never_breaks_full_text_syntax(campaign_db, question):
+    context_for(campaign_db, question)
+
+
+def test_intents():
+    assert classify_intent("Why did Dagna burn the Salted Eel?") == "WHY"
+    assert classify_intent("When did the charter change hands?") == "HISTORICAL"
+    assert classify_intent("When was the third charter ratified?") == "WHEN"
+    assert classify_intent("Who is the Tinker?") == "ENTITY"
+    assert classify_intent("Tell me about gulls") == "GENERAL"
+
+
+def test_hybrid_beats_plain_vector_search_on_synthesis_and_rejects_out_of_bundle(campaign_db):
+    report = evaluate(campaign_db, load_golden(GOLDEN), ["hybrid", "vector:10"])
+    hybrid, vector = report["modes"]["hybrid"], report["modes"]["vector:10"]
+    assert hybrid["synthesis"]["recall"] > vector["synthesis"]["recall"]
+    assert hybrid["synthesis"]["tokens"] <= 2000
+    assert hybrid["out"]["rejection_rate"] >= 0.6
+    assert hybrid["lookup"]["recall"] >= 0.75
+
+
+def test_cli_context_and_evaluate(campaign_db):
+    runner = CliRunner()
+    result = runner.invoke(cli, ["okf", "context", str(campaign_db), "Where does the brine hag live?", "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["confident"] is True
+    result = runner.invoke(cli, ["okf", "context", str(campaign_db), "Where does the brine hag live?"])
+    assert result.output.startswith("# Context for: Where does the brine hag live?")
+    result = runner.invoke(cli, ["okf", "evaluate", str(campaign_db), str(GOLDEN), "--modes", "hybrid,keyword:5", "--format", "markdown"])
+    assert result.exit_code == 0, result.output
+    assert "| hybrid | synthesis | 10 |" in result.output and "| keyword:5 | out | 5 |" in result.output

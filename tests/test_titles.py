@@ -1,0 +1,45 @@
+"""Titles found at word boundaries; coverage; FTS queries no user text can break."""
+
+import pytest
+
+from datasette_okf.titles import TitleIndex, content_words, coverage, fts_query
+
+INDEX = TitleIndex([("ai", "AI"), ("go", "Go"), ("gulls", "Black Gulls"), ("gulls", "The Gull Queen"),
+                    ("lilu", "Lilu (mythology)"), ("the", "The")])
+
+
+def test_titles_match_whole_words_only():
+    assert INDEX.find("Can you explain this?") == []
+    assert INDEX.find("That was long ago.") == []
+    assert INDEX.find("What is AI, and can I Go?") == [("ai", "ai"), ("go", "go")]
+
+
+def test_longest_name_first_and_each_concept_once():
+    assert INDEX.find("the gull queen leads the black gulls") == [("gulls", "the gull queen")]
+
+
+def test_names_made_only_of_stopwords_never_match():
+    assert INDEX.find("the the the") == []
+
+
+def test_unicode_word_boundaries():
+    index = TitleIndex([("x", "Alû"), ("y", "Zürich")])
+    assert index.find("Is Alû older than zürich?") == [("x", "alû"), ("y", "zürich")]
+    assert index.find("Alûs") == []
+
+
+def test_coverage_counts_content_words():
+    assert content_words("How do I fix a flat bicycle tire?") == ["fix", "flat", "bicycle", "tire"]
+    assert coverage("How do I fix a flat bicycle tire?", "Policy on flat apartments; fix rents.") == 0.5
+    assert coverage("Which ships pay the toll?", "Every ship pays a toll") == 1.0  # plural endings fold
+    assert coverage("Which ships pay the toll?", "A ship") == pytest.approx(1 / 3)
+
+
+@pytest.mark.parametrize("text", ['"', "*", "NEAR(a b)", "AND -x", "a OR", "col:val", "^start", "()", "'quoted'", ""])
+def test_fts_query_survives_any_text(text):
+    import sqlite3
+
+    db = sqlite3.connect(":memory:")
+    db.execute("create virtual table t using fts5(body)")
+    db.execute("insert into t values ('near and or col val start quoted x')")
+    db.execute("select * from t where t match ?", [fts_query(text)]).fetchall()
