@@ -44,6 +44,7 @@ class WalkOptions:
     superseded_multiplier: float = 0.15
     hub_degree: int = 150
     cap: int | None = None  # most nodes returned; None = no cap
+    beam: int = 24  # hop-1 nodes expanded further, strongest first (a weak path cannot win at hop 2)
     intent: str = "GENERAL"
     predicate_weights: dict[str, dict[str, float]] = field(default_factory=dict)
     tie_ranks: dict[str, int] = field(default_factory=dict)
@@ -55,6 +56,16 @@ class WalkOptions:
         return cls(**known)
 
     def weight(self, predicate: str, kind: str, dated: bool) -> float:
+        key = (predicate, kind, dated)
+        cached = self._weights.get(key)
+        if cached is None:
+            cached = self._weights[key] = self._weight(predicate, kind, dated)
+        return cached
+
+    def __post_init__(self) -> None:
+        self._weights: dict[tuple, float] = {}
+
+    def _weight(self, predicate: str, kind: str, dated: bool) -> float:
         weight = KIND_WEIGHTS.get(kind, 1.0)
         table = {**INTENT_WEIGHTS.get(self.intent, {}), **self.predicate_weights.get(self.intent, {})}
         for pattern, factor in table.items():
@@ -71,10 +82,15 @@ where dst is not null and src != dst
   and (src in (select value from json_each(:ids)) or dst in (select value from json_each(:ids)))
 """
 _NODES_SQL = """
-select id, is_index, trust_tier, superseded_by, status,
-  (select count(*) from edges e where e.src = concepts.id and e.dst is not null)
-  + (select count(*) from edges e where e.dst = concepts.id) as degree
-from concepts where id in (select value from json_each(:ids))
+with wanted(id) as (select value from json_each(:ids)),
+degrees as (
+  select id, count(*) as degree from (
+    select src as id from edges where dst is not null and src in wanted
+    union all select dst from edges where dst in wanted)
+  group by id)
+select concepts.id, is_index, trust_tier, superseded_by, status, coalesce(degrees.degree, 0)
+from concepts left join degrees on degrees.id = concepts.id
+where concepts.id in wanted
 """
 
 
@@ -137,7 +153,7 @@ def graph_expand(conn: Any, seeds: list[str], options: WalkOptions) -> list[dict
             if not info["is_index"] and info["degree"] < options.hub_degree:
                 reached[child] = entry
         visited |= set(arriving)
-        frontier = set(arriving)
+        frontier = set(sorted(arriving, key=lambda c: -arriving[c]["score"])[: options.beam])
 
     far = len(options.tie_ranks) + 10**6
     ranked = sorted(

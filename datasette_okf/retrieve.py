@@ -173,11 +173,12 @@ def context_for(
             hops=hops if mode == "hybrid" else 1,
             cap=cap if cap is not None else len(seeds),
             intent=intent,
+            superseded_multiplier=1.0 if is_historical else WalkOptions.superseded_multiplier,
             predicate_weights=predicate_weights or {},
             tie_ranks={k2: v for k2, v in tie_ranks.items() if v},
         )
         walk_params = {"seeds": json.dumps([s["id"] for s in seeds]), "hops": options.hops,
-                       "walk_options": json.dumps({k2: getattr(options, k2) for k2 in ("cap", "intent", "predicate_weights", "tie_ranks")})}
+                       "walk_options": json.dumps({k2: getattr(options, k2) for k2 in ("cap", "intent", "superseded_multiplier", "predicate_weights", "tie_ranks")})}
         sql["walk"] = WALK_SQL
         walked = [json.loads(row[0]) for row in conn.execute(WALK_SQL, walk_params)]
         walked = [w for w in walked if w["id"] not in seen]
