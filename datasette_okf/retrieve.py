@@ -32,6 +32,7 @@ from .titles import coverage
 
 MODES = ("hybrid", "vector", "keyword", "graph-walk")
 RRF_K = 60
+GRAPH_WEIGHT = 0.5
 # Cosine similarity above which a vector hit alone makes the answer confident.
 VECTOR_THRESHOLDS = {"okf-minilm-l6-int8": 0.48}
 DEFAULT_VECTOR_THRESHOLD = 0.55
@@ -188,12 +189,14 @@ def context_for(
     # 5. budget: seeds in fused order, then what the walk added; trust breaks ties
     tick = time.perf_counter()
     now = today or datetime.now(timezone.utc).isoformat()
+    # the walk's list joins the fusion at weight 0.5, below the seeds: it adds, it does not reorder them
+    fused_rrf = {row["id"]: row["rrf"] for row in fused}
     candidates = [
         {**concepts[s["id"]], "score": s["rrf"], "via": _seed_why(s)} for s in seeds
     ] + [
-        {**concepts[w["id"]], "score": round(w["score"], 6),
+        {**concepts[w["id"]], "score": round(GRAPH_WEIGHT / (RRF_K + rank) + fused_rrf.get(w["id"], 0.0), 6),
          "via": f"hop {w['hop']} via {w['via']} ({w['predicate']})", "anchor": w.get("anchor")}
-        for w in walked
+        for rank, w in enumerate(walked, start=1)
     ]
     for node in candidates:
         node["stale"] = bool(node.get("stale_after")) and now >= node["stale_after"]
