@@ -24,3 +24,60 @@ def prepare_connection(conn):
     from .sqlfunctions import prepare_connection as prepare
 
     prepare(conn)
+
+
+@hookimpl
+def register_routes():
+    from .web import context_for_json, context_for_page
+
+    return [
+        (r"^/-/context_for\.json$", context_for_json),
+        (r"^/-/context_for$", context_for_page),
+    ]
+
+
+@hookimpl
+def database_actions(datasette, actor, database):
+    async def inner():
+        from .web import okf_databases
+
+        if database in await okf_databases(datasette):
+            return [{"href": f"/-/context_for?db={database}", "label": "Ask this bundle (context_for)"}]
+        return []
+
+    return inner
+
+
+@hookimpl
+def menu_links(datasette, actor):
+    return [{"href": "/-/context_for", "label": "Ask a bundle (context_for)"}]
+
+
+@hookimpl
+def canned_queries(datasette, database):
+    async def inner():
+        from .lint import canned_queries as queries
+        from .web import PLUGIN, okf_databases
+
+        if database not in await okf_databases(datasette):
+            return {}
+        return queries((datasette.plugin_config(PLUGIN) or {}).get("multi_valued_predicates"))
+
+    return inner
+
+
+@hookimpl
+def startup(datasette):
+    """Datasette 1.0 alphas ignore canned_queries; they have add_query instead."""
+    if not hasattr(datasette, "add_query"):
+        return None
+
+    async def inner():
+        from .lint import canned_queries as queries
+        from .web import okf_databases
+
+        for database in await okf_databases(datasette):
+            for name, query in queries().items():
+                datasette.add_query(database, name, **query)
+
+    return inner

@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from .frontmatter import FrontmatterError, parse_frontmatter, split_frontmatter
-from .links import PathIndex, RawLink, Resolution, find_links, find_wikilinks, mask_code
+from .links import PathIndex, RawLink, Resolution, find_headings, find_links, find_wikilinks, mask_code, slug
 from .titles import TitleIndex, words
 
-PARSER_VERSION = "1"  # bump when parsing changes, so unchanged files are re-read
+PARSER_VERSION = "2"  # bump when parsing changes, so unchanged files are re-read
 MAX_FILE_BYTES = 4 * 1024 * 1024
 RESERVED = {"index.md", "log.md"}  # OKF §3.1
 
@@ -70,6 +70,15 @@ class Edge:
     date: str | None = None
     source_id: str | None = None
     line: int | None = None
+
+
+@dataclass
+class Heading:
+    concept_id: str
+    level: int
+    text: str
+    slug: str
+    line: int
 
 
 @dataclass
@@ -149,6 +158,7 @@ class Bundle:
     build_issues: list[BuildIssue] = field(default_factory=list)
     external_links: list[ExternalLink] = field(default_factory=list)
     log_entries: list[LogEntry] = field(default_factory=list)
+    headings: list[Heading] = field(default_factory=list)
 
 
 def rows(records: Iterable[Any]) -> list[dict[str, Any]]:
@@ -290,6 +300,10 @@ def parse_bundle(
                 BuildIssue(bundle.name, doc.path, "warning", "no `type` in frontmatter (OKF §4.1); indexed anyway")
             )
         bundle.concepts.append(concept)
+        bundle.headings.extend(
+            Heading(concept.id, level, text, slug(text), line)
+            for level, text, line in find_headings(doc.body, doc.body_line)
+        )
         _Linker(bundle, index, doc, concept).run()
 
     _derive_superseded_by(bundle)

@@ -11,7 +11,8 @@ import click
 
 from .embed import DEFAULT_MODEL, EmbeddingError
 from .evaluate import as_table, evaluate as run_evaluation, load_golden
-from .retrieve import MODES, context_for
+from .lint import run_lint
+from .retrieve import MODES, connection, context_for
 from .store import BuildError, BuildReport, Progress, build as build_database
 
 
@@ -145,6 +146,26 @@ def evaluate(database: Path, golden: Path, modes: str, fmt: str):
         click.echo(json.dumps(report, indent=2))
     else:
         click.echo(as_table(report, markdown=fmt == "markdown"))
+
+
+@okf.command()
+@click.argument("database", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def lint(database: Path, fmt: str):
+    """Run every lint check on DATABASE; exit 1 if an error-level check has hits."""
+    results = run_lint(connection(str(database)))
+    if fmt == "json":
+        click.echo(json.dumps(results, indent=2, ensure_ascii=False))
+    else:
+        for check in results:
+            mark = "ok " if not check["rows"] else ("ERR" if check["level"] == "error" else "warn")
+            click.echo(f"{mark:4} {check['title']}: {len(check['rows'])}")
+            for row in check["rows"][:20]:
+                click.echo("       " + " | ".join("" if v is None else str(v) for v in row))
+            if len(check["rows"]) > 20:
+                click.echo(f"       … and {len(check['rows']) - 20} more (datasette okf lint --format json)")
+    if any(c["rows"] and c["level"] == "error" for c in results):
+        sys.exit(1)
 
 
 def summary(report: BuildReport) -> str:

@@ -179,6 +179,21 @@ def _destination(raw: str) -> str:
     return raw[1:-1].strip() if raw.startswith("<") and raw.endswith(">") else raw
 
 
+_HEADING = re.compile(r"^[ \t]{0,3}(#{1,6})[ \t]+(.+?)[ \t#]*$", re.M)
+
+
+def find_headings(body: str, first_line: int = 1) -> list[tuple[int, str, int]]:
+    """(level, text, line) of every ATX heading outside code."""
+    masked = mask_code(body)
+    lines = _Lines(masked, first_line)
+    return [(len(m.group(1)), m.group(2).strip(), lines.at(m.start())) for m in _HEADING.finditer(masked)]
+
+
+def slug(text: str) -> str:
+    """An anchor's comparable form: `#The Drowned Steps`, `#the-drowned-steps` and `#the_drowned_steps` agree."""
+    return re.sub(r"[\W_]+", "-", text.casefold()).strip("-")
+
+
 # --------------------------------------------------------------- resolving
 
 

@@ -111,6 +111,7 @@ def context_for(
     coverage_threshold: float = 0.5,
     historical: bool | None = None,
     predicate_weights: dict[str, dict[str, float]] | None = None,
+    fusion_weights: dict[str, float] | None = None,
     today: str | None = None,
 ) -> dict[str, Any]:
     """The slice of the bundle an LLM needs for `question`, as the JSON contract of issue 4."""
@@ -130,7 +131,7 @@ def context_for(
     # 1. seeds, fused by reciprocal rank fusion
     tick = time.perf_counter()
     names = tuple(lists)
-    seed_sql = _fusion_sql(names)
+    seed_sql = _fusion_sql(names, fusion_weights or {})
     sql["seeds"] = seed_sql
     fused = _rows(conn, seed_sql, params) if names else []
     timings["seeds"] = _ms(tick)
@@ -231,10 +232,12 @@ def context_for(
     }
 
 
-def _fusion_sql(names: tuple[str, ...]) -> str:
+def _fusion_sql(names: tuple[str, ...], weights: dict[str, float]) -> str:
+    """The seeds statement: each list as a CTE, then rrf() over their union (weights: title 2, fts 1, vector 1)."""
     ctes = ",\n".join(f"{name} as (\n{LISTS[name][0]}\n)" for name in names)
     union = "\n  union all ".join(
-        f"select id, rank, {LISTS[name][1]} as weight, '{name}' as list from {name}" for name in names
+        f"select id, rank, {float(weights.get(name, LISTS[name][1]))} as weight, '{name}' as list from {name}"
+        for name in names
     )
     ranks = ",\n  ".join(f"min(case when list = '{name}' then rank end) as {name}_rank" for name in names)
     similarity = ",\n  (select similarity from vector where vector.id = lists.id) as similarity" if "vector" in names else ""

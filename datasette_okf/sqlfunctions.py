@@ -14,6 +14,7 @@ import sqlite_vec
 
 from .embed import EmbeddingError, canonical_id, embed_query
 from .graph import WalkOptions, graph_expand
+from .links import slug
 from .titles import TitleIndex, coverage, fts_query
 
 
@@ -94,6 +95,7 @@ def prepare_connection(conn: Any) -> None:
     conn.create_function("okf_title_matches", 1, okf_title_matches)
     conn.create_function("okf_coverage", 2, lambda q, t: coverage(q or "", t or ""), deterministic=True)
     conn.create_function("okf_fts_query", 1, lambda q: fts_query(q or ""), deterministic=True)
+    conn.create_function("okf_slug", 1, lambda text: slug(text or ""), deterministic=True)
     conn.create_aggregate("rrf", 1, RRF)
     conn.create_aggregate("rrf", 2, RRF)
     conn.create_aggregate("rrf", 3, RRF)

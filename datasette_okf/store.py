@@ -27,7 +27,7 @@ from .chunks import embedding_text, split_into_chunks, text_hash
 from .embed import canonical_id, dimensions, embed_texts, get_model
 from .sqlfunctions import load_sqlite_vec
 
-FORMAT_VERSION = "2"
+FORMAT_VERSION = "3"
 FTS_COLUMNS = ["title", "aliases", "description", "tags", "body"]
 FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
 
@@ -208,11 +208,17 @@ def ensure_schema(db: sqlite_utils.Database) -> None:
         pk="id",
         if_not_exists=True,
     )
+    db["headings"].create(
+        {"id": int, "concept_id": str, "level": int, "text": str, "slug": str, "line": int},
+        pk="id",
+        if_not_exists=True,
+    )
     db["meta"].create({"key": str, "value": str}, pk="key", if_not_exists=True)
     for table, columns in [
         ("concepts", ["bundle"]),
         ("concepts", ["type"]),
         ("chunks", ["concept_id"]),
+        ("headings", ["concept_id"]),
         ("edges", ["src"]),
         ("edges", ["dst"]),
         ("link_issues", ["src"]),
@@ -255,10 +261,12 @@ def _write_bundle(db: sqlite_utils.Database, bundle: Bundle, prune: bool) -> Bun
 
     for table in ("edges", "external_links", "link_issues"):
         db.execute(f"delete from {table} where src in (select value from json_each(?))", [present_json])
+    db.execute("delete from headings where concept_id in (select value from json_each(?))", [present_json])
     if prune and missing:
         doomed = json.dumps(missing)
         for table in ("edges", "external_links", "link_issues"):
             db.execute(f"delete from {table} where src in (select value from json_each(?))", [doomed])
+        db.execute("delete from headings where concept_id in (select value from json_each(?))", [doomed])
         _delete_chunks(db, "concept_id in (select value from json_each(?))", [doomed])
         db.execute("delete from concepts where id in (select value from json_each(?))", [doomed])
         report.pruned = len(missing)
@@ -275,6 +283,7 @@ def _write_bundle(db: sqlite_utils.Database, bundle: Bundle, prune: bool) -> Bun
     db["external_links"].insert_all(rows(bundle.external_links))
     db["build_issues"].insert_all(rows(bundle.build_issues))
     db["log_entries"].insert_all(rows(bundle.log_entries))
+    db["headings"].insert_all(rows(bundle.headings))
     return report
 
 

@@ -1,0 +1,75 @@
+"""Lint checks: one SQL file per check in lint/, with a title, a description and a level in its header.
+
+The same files are Datasette canned queries (for every OKF database) and the
+`datasette okf lint` command; the chart queries in charts/ ride along as
+canned queries only.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).parent
+MULTI_VALUED = ["has_part", "has_member", "member_of", "employs", "parent_of", "child_of", "knows", "links_to",
+                "located_in", "contains", "ally_of", "enemy_of", "rival_of", "ratified"]
+_HEADER = re.compile(r"^--\s*(title|description|level):\s*(.*)$")
+
+
+@dataclass(frozen=True)
+class Query:
+    name: str
+    title: str
+    description: str
+    level: str | None
+    sql: str
+
+
+def _load(folder: str, prefix: str, multi_valued: list[str]) -> list[Query]:
+    queries = []
+    for path in sorted((HERE / folder).glob("*.sql")):
+        header: dict[str, str] = {}
+        body = []
+        for line in path.read_text().splitlines():
+            match = _HEADER.match(line)
+            if match and not body:
+                header[match.group(1)] = match.group(2).strip()
+            else:
+                body.append(line)
+        sql = "\n".join(body).strip().replace("{multi_valued}", json.dumps(multi_valued).replace("'", "''"))
+        queries.append(Query(prefix + path.stem, header.get("title", path.stem), header.get("description", ""),
+                             header.get("level"), sql))
+    return queries
+
+
+def checks(multi_valued: list[str] | None = None) -> list[Query]:
+    """Every lint check, in file-name order."""
+    return _load("lint", "lint_", MULTI_VALUED if multi_valued is None else multi_valued)
+
+
+def charts() -> list[Query]:
+    return _load("charts", "chart_", MULTI_VALUED)
+
+
+def canned_queries(multi_valued: list[str] | None = None) -> dict[str, dict[str, Any]]:
+    """The canned_queries hook's value: lint checks and chart queries by name."""
+    return {
+        q.name: {"sql": q.sql, "title": ("Lint: " if q.level else "Chart: ") + q.title, "description": q.description}
+        for q in [*checks(multi_valued), *charts()]
+    }
+
+
+def run_lint(conn: Any, multi_valued: list[str] | None = None) -> list[dict[str, Any]]:
+    """Run every check: [{name, title, level, description, columns, rows}]."""
+    results = []
+    for check in checks(multi_valued):
+        cursor = conn.execute(check.sql)
+        results.append({
+            "name": check.name.removeprefix("lint_"), "title": check.title, "level": check.level,
+            "description": check.description, "columns": [c[0] for c in cursor.description],
+            "rows": [list(row) for row in cursor.fetchall()],
+        })
+    return results

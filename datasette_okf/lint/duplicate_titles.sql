@@ -1,0 +1,7 @@
+-- title: Duplicate titles
+-- description: Several concepts in one bundle share a title, so a title in a question cannot tell them apart. Rename one, or merge them.
+-- level: warning
+select bundle, lower(title) as title, group_concat(id, ', ') as concepts, count(*) as count
+from concepts where not is_index
+group by bundle, lower(title) having count(*) > 1
+order by bundle, title

@@ -1,0 +1,13 @@
+-- title: log.md out of order
+-- description: log.md entries must sit under ISO 8601 YYYY-MM-DD headings, newest first (OKF §9). Fix the heading or move the entry.
+-- level: error
+with entries as (
+  select bundle, file, line, date, text,
+    lag(date) over (partition by bundle, file order by line) as previous
+  from log_entries
+)
+select bundle, file, line, date, previous, text from entries
+where date is null
+  or date not glob '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]'
+  or (previous glob '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]' and date > previous)
+order by bundle, file, line

@@ -1,0 +1,7 @@
+-- title: Orphans
+-- description: Concepts no other note, index, relation or property points to. Link them from a related note or an index.md, or delete them if they are obsolete.
+-- level: warning
+select id, path, title from concepts
+where not is_index
+  and not exists (select 1 from edges where edges.dst = concepts.id and edges.src != concepts.id)
+order by id

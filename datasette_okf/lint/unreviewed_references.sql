@@ -1,0 +1,7 @@
+-- title: Unreviewed references
+-- description: Notes under references/ that no concept cites in sources[].resource. Cite them where they are used, or remove them (seed 003 §7.6).
+-- level: warning
+select id, path from concepts
+where not is_index and (path like 'references/%' or path like '%/references/%')
+  and not exists (select 1 from edges where edges.dst = concepts.id and edges.predicate = 'sources.resource')
+order by id

@@ -1,0 +1,122 @@
+"""/-/context_for (page and JSON), canned lint queries and permissions, through Datasette's test client."""
+
+import asyncio
+import json
+import shutil
+
+import pytest
+from datasette.app import Datasette
+
+from datasette_okf import context_for
+
+QUESTION = "Who does the Tinker work for?"
+
+
+def fetch(ds, path, actor=None):
+    async def go():
+        cookies = {"ds_actor": ds.sign({"a": actor}, "actor")} if actor else {}
+        return await ds.client.get(path, cookies=cookies)
+
+    return asyncio.run(go())
+
+
+@pytest.fixture
+def ds(campaign_db):
+    return Datasette([str(campaign_db)])
+
+
+def test_json_matches_context_for_exactly(ds, campaign_db):
+    response = fetch(ds, f"/-/context_for.json?q={QUESTION}")
+    assert response.status_code == 200
+    data = response.json()
+    direct = context_for(campaign_db, QUESTION)
+    for key in ("timings_ms",):
+        data.pop(key), direct.pop(key)
+    assert data == json.loads(json.dumps(direct))
+
+
+def test_parameters_are_passed_through(ds):
+    data = fetch(ds, f"/-/context_for.json?q={QUESTION}&db=campaign&mode=keyword&k=3&budget=500&hops=1").json()
+    assert data["mode"] == "keyword" and len(data["seeds"]) <= 3
+    from datasette_okf.render import estimate_tokens
+
+    assert estimate_tokens(data["context"]) <= 500
+
+
+@pytest.mark.parametrize(
+    "query, parameter",
+    [
+        ("", "q"),
+        ("q=", "q"),
+        ("q=%20%20", "q"),
+        ("q=" + "x" * 2001, "q"),
+        ("q=hi&budget=10", "budget"),
+        ("q=hi&budget=lots", "budget"),
+        ("q=hi&hops=9", "hops"),
+        ("q=hi&k=0", "k"),
+        ("q=hi&mode=psychic", "mode"),
+        ("q=hi&db=nope", "db"),
+    ],
+)
+def test_bad_requests_are_400_naming_the_parameter(ds, query, parameter):
+    response = fetch(ds, f"/-/context_for.json?{query}")
+    assert response.status_code == 400
+    assert response.json()["parameter"] == parameter and response.json()["ok"] is False
+
+
+def test_db_is_required_when_several_okf_databases_are_attached(campaign_db, tmp_path):
+    other = tmp_path / "other.db"
+    shutil.copyfile(campaign_db, other)
+    ds = Datasette([str(campaign_db), str(other)])
+    response = fetch(ds, f"/-/context_for.json?q={QUESTION}")
+    assert response.status_code == 400 and response.json()["parameter"] == "db"
+    assert fetch(ds, f"/-/context_for.json?q={QUESTION}&db=other").status_code == 200
+
+
+def test_permissions_are_respected(campaign_db):
+    ds = Datasette([str(campaign_db)], metadata={"databases": {"campaign": {"allow": {"id": "gm"}}}})
+    denied = fetch(ds, f"/-/context_for.json?q={QUESTION}&db=campaign")
+    assert denied.status_code == 403 and denied.json() == {"ok": False, "error": "forbidden"}
+    assert "campaign" not in fetch(ds, f"/-/context_for.json?q={QUESTION}").text  # nothing revealed
+    assert fetch(ds, f"/-/context_for?q={QUESTION}&db=campaign").status_code == 403
+    allowed = fetch(ds, f"/-/context_for.json?q={QUESTION}&db=campaign", actor={"id": "gm"})
+    assert allowed.status_code == 200 and allowed.json()["confident"]
+
+
+def test_page_shows_nodes_badges_picture_and_sql_links(ds):
+    response = fetch(ds, f"/-/context_for?q={QUESTION}")
+    assert response.status_code == 200
+    html = response.text
+    assert 'href="/campaign/concepts/campaign%2Fpeople%2Fteodor-vask"' in html
+    assert "okf-trust-unverified" in html and "seed: title+fts+vector" in html
+    assert '<svg class="okf-neighbourhood"' in html and "okf-walked" in html
+    assert "open in the SQL editor" in html and "/campaign?sql=with+title+as" in html
+    assert "STALE" not in html or "okf-stale" in html
+
+
+def test_page_without_a_question_is_a_form_and_bad_input_is_400(ds):
+    assert 'name="q"' in fetch(ds, "/-/context_for").text
+    assert fetch(ds, "/-/context_for?q=").status_code == 400
+
+
+def test_lint_and_chart_canned_queries_on_okf_databases(ds):
+    queries = {q["name"] for q in fetch(ds, "/campaign.json").json()["queries"]}
+    assert {"lint_dead_links", "lint_orphans", "lint_supersession_cycles", "chart_concepts_by_type"} <= queries
+    rows = fetch(ds, "/campaign/lint_dead_links.json?_shape=array").json()
+    assert [r["target"] for r in rows] == ["/places/ashen-abbey.md"]
+    bars = fetch(ds, "/campaign/chart_edges_by_kind.json?_shape=array").json()
+    assert {r["kind"] for r in bars} >= {"link", "relation"}
+
+
+def test_non_okf_databases_get_no_canned_queries(tmp_path):
+    import sqlite3
+
+    plain = tmp_path / "plain.db"
+    sqlite3.connect(plain).execute("create table t (x)").connection.commit()
+    ds = Datasette([str(plain)])
+    assert fetch(ds, "/plain.json").json()["queries"] == []
+    assert fetch(ds, "/-/context_for.json?q=hi").status_code == 400
+
+
+def test_database_page_links_to_the_question_page(ds):
+    assert "/-/context_for?db=campaign" in fetch(ds, "/campaign").text
