@@ -120,3 +120,12 @@ def test_non_okf_databases_get_no_canned_queries(tmp_path):
 
 def test_database_page_links_to_the_question_page(ds):
     assert "/-/context_for?db=campaign" in fetch(ds, "/campaign").text
+
+
+def test_plugin_configuration_sets_the_defaults(campaign_db):
+    from datasette_okf.render import estimate_tokens
+
+    ds = Datasette([str(campaign_db)], metadata={"plugins": {"datasette-okf": {"budget": 400, "mode": "keyword"}}})
+    data = fetch(ds, f"/-/context_for.json?q={QUESTION}").json()
+    assert data["mode"] == "keyword" and estimate_tokens(data["context"]) <= 400
+    assert fetch(ds, f"/-/context_for.json?q={QUESTION}&mode=hybrid").json()["mode"] == "hybrid"
