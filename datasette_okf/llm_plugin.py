@@ -1,10 +1,139 @@
-"""The llm plugin: the embedded default embedding model (and, later, `llm okf`)."""
+"""The llm plugin: the default embedding model, `llm okf`, the OKF toolbox and the `okf:` fragment loader.
 
+The hooks only wire things; answer.py does the work.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
 import llm
+from click_default_group import DefaultGroup
 
-from .embed import DEFAULT_ALIASES, OKFMiniLM
+from .answer import OKF, AnswerError, cited, get_chat_model, local_context, parse_fragment_argument, prompt_parts, remote_context
+from .embed import DEFAULT_ALIASES, EmbeddingError, OKFMiniLM
+from .retrieve import MODES
 
 
 @llm.hookimpl
 def register_embedding_models(register):
     register(OKFMiniLM(), aliases=DEFAULT_ALIASES)
+
+
+@llm.hookimpl
+def register_tools(register):
+    register(OKF)
+
+
+@llm.hookimpl
+def register_fragment_loaders(register):
+    register("okf", okf_fragment)
+
+
+def okf_fragment(argument: str) -> llm.Fragment:
+    """`-f okf:PATH.db:QUESTION` (or `okf:PATH::QUESTION`): the context block for QUESTION."""
+    try:
+        path, question = parse_fragment_argument(argument)
+        result = local_context(path, question)
+    except (AnswerError, EmbeddingError) as error:
+        raise ValueError(str(error)) from None
+    return llm.Fragment(result["context"], f"okf:{argument}")
+
+
+def _retrieve(question, database, url, mode, budget):
+    if bool(database) == bool(url) and not (url and database):
+        if not database and not url:
+            raise click.ClickException("say where the notes are: -d DATABASE.db, or --url http://host/ for a Datasette")
+    try:
+        if url:
+            return remote_context(url, question, db=database, mode=mode, budget=budget)
+        return local_context(database, question, mode=mode, budget=budget)
+    except (AnswerError, EmbeddingError) as error:
+        raise click.ClickException(str(error)) from None
+
+
+def _shared_options(command):
+    command = click.option("-d", "--database", help="A database built by datasette okf build (with --url: its name)")(command)
+    command = click.option("--url", help="Ask a Datasette instance instead, through /-/context_for.json")(command)
+    command = click.option("--mode", type=click.Choice(MODES), default="hybrid", show_default=True)(command)
+    command = click.option("--budget", type=int, default=2000, show_default=True, help="Token budget of the context")(command)
+    return command
+
+
+@llm.hookimpl
+def register_commands(cli):
+    @cli.group(cls=DefaultGroup, default="ask", default_if_no_args=False)
+    def okf():
+        """Answer questions from an OKF knowledge bundle (datasette-okf)."""
+
+    @okf.command()
+    @click.argument("question")
+    @_shared_options
+    @click.option("-m", "--model", "model_id", help="llm model to answer with (default: llm's default model)")
+    @click.option("--show-context", is_flag=True, help="Print the context before the answer")
+    @click.option("--json", "as_json", is_flag=True, help="Print the answer, citations and context as JSON")
+    def ask(question, database, url, mode, budget, model_id, show_context, as_json):
+        """Answer QUESTION from the notes, citing them; say so when they do not hold the answer."""
+        result = _retrieve(question, database, url, mode, budget)
+        if show_context and not as_json:
+            click.echo(result["context"] + "\n", err=True)
+        if not result["confident"]:
+            nearest = [s for s in result["seeds"][:3]]
+            if as_json:
+                click.echo(json.dumps({"question": question, "confident": False, "answer": None,
+                                       "reason": result["reason"], "nearest": nearest}, indent=2))
+                return
+            click.echo(f"The bundle has no confident match for this question ({result['reason']}).")
+            if nearest:
+                click.echo("Nearest notes, which may not be relevant:")
+                for seed in nearest:
+                    click.echo(f"  - {seed['title']} ({seed['id']}, {seed['path']})")
+            return
+        try:
+            model = get_chat_model(model_id)
+            system, prompt = prompt_parts(result)
+            response = model.prompt(prompt, system=system)
+            chunks = []
+            for chunk in response:
+                chunks.append(chunk)
+                if not as_json:
+                    click.echo(chunk, nl=False)
+            answer = "".join(chunks)
+        except (AnswerError, EmbeddingError) as error:
+            raise click.ClickException(str(error)) from None
+        except llm.NeedsKeyException as error:
+            raise click.ClickException(f"{error} (or pick a local model with -m)") from None
+        _log(response)
+        sources = cited(answer, result)
+        if as_json:
+            click.echo(json.dumps({"question": question, "confident": True, "answer": answer, "model": model.model_id,
+                                   "cited": sources, "context": result["context"]}, indent=2))
+            return
+        click.echo("")
+        if sources:
+            click.echo("\nCited notes:")
+            for node in sources:
+                click.echo(f"  - {node['title']} ({node['id']}) {node['path']}")
+        else:
+            click.echo("\n(The answer cites no note from the context.)", err=True)
+
+    @okf.command(name="context")
+    @click.argument("question")
+    @_shared_options
+    def context_command(question, database, url, mode, budget):
+        """Print only the context block for QUESTION (for piping into any prompt)."""
+        click.echo(_retrieve(question, database, url, mode, budget)["context"])
+
+
+def _log(response) -> None:
+    """Log the exchange to llm's database, as `llm prompt` does (unless `llm logs off`)."""
+    from llm.cli import logs_db_path, logs_on
+    from llm.migrations import migrate
+    import sqlite_utils
+
+    if logs_on():
+        db = sqlite_utils.Database(logs_db_path())
+        migrate(db)
+        response.log_to_db(db)
