@@ -159,6 +159,7 @@ class Bundle:
     external_links: list[ExternalLink] = field(default_factory=list)
     log_entries: list[LogEntry] = field(default_factory=list)
     headings: list[Heading] = field(default_factory=list)
+    index: PathIndex | None = None  # how links were resolved (the converter reuses it)
 
 
 def rows(records: Iterable[Any]) -> list[dict[str, Any]]:
@@ -282,7 +283,7 @@ def parse_bundle(
         documents.append(doc)
 
     aliases = {d.path: _string_list(d.frontmatter.get("aliases", d.frontmatter.get("alias"))) for d in documents}
-    index = PathIndex(
+    index = bundle.index = PathIndex(
         [d.path for d in documents] + scanned.other_files + unreadable, aliases
     )
     for doc in documents:

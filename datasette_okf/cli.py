@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import click
+import yaml
 
 from .embed import DEFAULT_MODEL, EmbeddingError
 from .evaluate import as_table, evaluate as run_evaluation, load_golden
@@ -166,6 +167,39 @@ def lint(database: Path, fmt: str):
                 click.echo(f"       … and {len(check['rows']) - 20} more (datasette okf lint --format json)")
     if any(c["rows"] and c["level"] == "error" for c in results):
         sys.exit(1)
+
+
+@okf.command()
+@click.argument("vault", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("out", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--type-map", "type_map", multiple=True, metavar="FOLDER=Type", help="Type for notes in FOLDER (repeatable)")
+@click.option("--config", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="YAML with type_map: {Folder: Type} and generated_at")
+@click.option("--report", "report_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Markdown report (default: OUT/conversion-report.md)")
+@click.option("--report-json", type=click.Path(dir_okay=False, path_type=Path), help="Also write the report as JSON")
+@click.option("--generated-at", help="generated.at for every note (default: each file's modification time)")
+@click.option("--force", is_flag=True, help="Replace OUT if it is not empty")
+def convert(vault, out, type_map, config, report_path, report_json, generated_at, force):
+    """Convert an Obsidian VAULT into an OKF v0.2 bundle in OUT, with a report of links left as written."""
+    from .convert import ConvertError, convert as run_convert, write_report
+
+    settings = yaml.safe_load(config.read_text()) if config else {}
+    mapping = dict(settings.get("type_map") or {})
+    for item in type_map:
+        folder, _, type_name = item.partition("=")
+        if not folder or not type_name:
+            raise click.BadParameter(f"{item!r} is not FOLDER=Type", param_hint="--type-map")
+        mapping[folder] = type_name
+    started = time.perf_counter()
+    try:
+        report = run_convert(vault, out, mapping, force=force, generated_at=generated_at or settings.get("generated_at"))
+    except ConvertError as error:
+        raise click.ClickException(str(error))
+    report_path = report_path or out / "conversion-report.md"
+    write_report(report, report_path, report_json)
+    counts = ", ".join(f"{value} {name.replace('_', ' ')}" for name, value in report.counts.items())
+    click.echo(f"{out}: {counts} in {time.perf_counter() - started:.1f}s\nReport: {report_path}")
 
 
 def summary(report: BuildReport) -> str:

@@ -130,6 +130,13 @@ def _wikilinks(text: str, lines: _Lines) -> Iterator[tuple[int, RawLink]]:
         yield match.start(), link
 
 
+def wikilink_spans(text: str) -> list[tuple[int, int, RawLink]]:
+    """(start, end, link) of each wikilink or embed outside code, for rewriting them in place."""
+    masked = mask_code(text)
+    lines = _Lines(masked, 1)
+    return [(start, _WIKILINK.match(masked, start).end(), link) for start, link in _wikilinks(masked, lines)]
+
+
 def find_wikilinks(text: str, first_line: int = 1) -> list[RawLink]:
     """Obsidian `[[target#anchor|shown]]` links and `![[embeds]]` in plain text."""
     return [link for _, link in _wikilinks(text, _Lines(text, first_line))]
