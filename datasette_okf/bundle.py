@@ -15,7 +15,7 @@ import posixpath
 import re
 import stat
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -160,10 +160,12 @@ class Bundle:
     log_entries: list[LogEntry] = field(default_factory=list)
     headings: list[Heading] = field(default_factory=list)
     index: PathIndex | None = None  # how links were resolved (the converter reuses it)
+    parse_cache: dict[str, Any] = field(default_factory=dict)  # per-file parse results, by path and digest
 
 
 def rows(records: Iterable[Any]) -> list[dict[str, Any]]:
-    return [asdict(r) for r in records]
+    """Records as dicts (shallow: every field is a scalar, or a list/dict stored as JSON later)."""
+    return [dict(r.__dict__) for r in records]
 
 
 # ------------------------------------------------------------------ scanning
@@ -245,7 +247,10 @@ def decode(data: bytes) -> tuple[str, str | None]:
 
 
 def parse_bundle(
-    scanned: ScannedBundle, on_file: Callable[[str], None] | None = None, link_mentions: bool = False
+    scanned: ScannedBundle,
+    on_file: Callable[[str], None] | None = None,
+    link_mentions: bool = False,
+    parse_cache: dict[str, Any] | None = None,
 ) -> Bundle:
     """Turn a scanned bundle into records, resolving every link within it.
 
@@ -253,6 +258,7 @@ def parse_bundle(
     alias in a body becomes an edge of kind `mention`.
     """
     bundle = Bundle(scanned.name, scanned.root, scanned.fingerprint)
+    bundle.parse_cache = parse_cache if parse_cache is not None else {}
     bundle.build_issues.extend(scanned.issues)
     documents: list[_Document] = []
     seen_ids: dict[str, str] = {}
@@ -263,7 +269,7 @@ def parse_bundle(
         if source.data is None:
             unreadable.append(source.path)
             continue
-        doc = _read_document(bundle, source)
+        doc = _read_document(bundle, source, bundle.parse_cache)
         if doc is None:
             unreadable.append(source.path)
             continue
@@ -303,7 +309,7 @@ def parse_bundle(
         bundle.concepts.append(concept)
         bundle.headings.extend(
             Heading(concept.id, level, text, slug(text), line)
-            for level, text, line in find_headings(doc.body, doc.body_line)
+            for level, text, line in doc.headings
         )
         _Linker(bundle, index, doc, concept).run()
 
@@ -349,6 +355,8 @@ class _Document:
     body_line: int
     digest: str
     frontmatter_text: str = ""
+    links: list[RawLink] = field(default_factory=list)
+    headings: list[tuple[int, str, int]] = field(default_factory=list)
 
     def frontmatter_line(self, needle: str) -> int | None:
         """Line of the file where `needle` first appears in the frontmatter block."""
@@ -360,31 +368,45 @@ class _Document:
         return self.name in RESERVED
 
 
-def _read_document(bundle: Bundle, source: SourceFile) -> _Document | None:
-    def issue(message: str, severity: str = "error") -> None:
-        bundle.build_issues.append(BuildIssue(bundle.name, source.path, severity, message))
-
+def _read_document(bundle: Bundle, source: SourceFile, cache: dict[str, Any]) -> _Document | None:
+    """Decode and parse one file. What depends only on its bytes (frontmatter, links,
+    headings, issues) comes from `cache` when the same bytes were parsed before."""
+    key = f"{PARSER_VERSION}:{source.path}:{source.digest}"
+    cached = cache.get(key)
+    issues: list[tuple[str, str]] = []
     data = source.data or b""
-    if not data.strip():
-        issue("empty file; indexed as a concept with no content", "warning")
     if b"\0" in data[:8192] and not data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        issue("binary content (NUL bytes) in a .md file; not indexed")
+        bundle.build_issues.append(BuildIssue(bundle.name, source.path, "error", "binary content (NUL bytes) in a .md file; not indexed"))
         return None
     text, warning = decode(data)
-    if warning:
-        issue(warning, "warning")
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     yaml_text, body, body_line = split_frontmatter(text)
-    frontmatter: dict[str, Any] = {}
-    if yaml_text is not None:
-        try:
-            frontmatter = parse_frontmatter(yaml_text)
-        except FrontmatterError as error:
-            issue(f"{error}; indexed with empty frontmatter")
     name = posixpath.basename(source.path)
-    if name == "index.md" and set(frontmatter) - {"okf_version"}:
-        issue("index.md carries frontmatter other than okf_version (OKF §8)", "warning")
-    return _Document(source.path, name, frontmatter, body, body_line, source.digest, yaml_text or "")
+    if cached is None:
+        if not data.strip():
+            issues.append(("warning", "empty file; indexed as a concept with no content"))
+        if warning:
+            issues.append(("warning", warning))
+        frontmatter: dict[str, Any] = {}
+        if yaml_text is not None:
+            try:
+                frontmatter = parse_frontmatter(yaml_text)
+            except FrontmatterError as error:
+                issues.append(("error", f"{error}; indexed with empty frontmatter"))
+        if name == "index.md" and set(frontmatter) - {"okf_version"}:
+            issues.append(("warning", "index.md carries frontmatter other than okf_version (OKF §8)"))
+        cached = cache[key] = {
+            "frontmatter": frontmatter,
+            "issues": issues,
+            "links": [[l.kind, l.target, l.text, l.line] for l in find_links(body, body_line)],
+            "headings": find_headings(body, body_line),
+        }
+    for severity, message in cached["issues"]:
+        bundle.build_issues.append(BuildIssue(bundle.name, source.path, severity, message))
+    return _Document(
+        source.path, name, cached["frontmatter"], body, body_line, source.digest, yaml_text or "",
+        links=[RawLink(*link) for link in cached["links"]], headings=[tuple(h) for h in cached["headings"]],
+    )
 
 
 def _concept(bundle: str, doc: _Document) -> Concept:
@@ -518,7 +540,7 @@ class _Linker:
 
     def run(self) -> None:
         fm = self.doc.frontmatter
-        for link in find_links(self.doc.body, self.doc.body_line):
+        for link in self.doc.links:
             self.body_link(link)
         for key, nested in PATH_FIELDS:
             value = fm.get(key)
@@ -596,6 +618,8 @@ class _Linker:
 
     def frontmatter_wikilinks(self, key: str, value: Any) -> None:
         if isinstance(value, str):
+            if "[[" not in value:
+                return
             for link in find_wikilinks(value):
                 resolution = self.index.resolve_wikilink(self.doc.path, link.target)
                 line = self.doc.frontmatter_line(f"[[{link.target}")

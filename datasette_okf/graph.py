@@ -45,6 +45,8 @@ class WalkOptions:
     hub_degree: int = 150
     cap: int | None = None  # most nodes returned; None = no cap
     beam: int = 24  # hop-1 nodes expanded further, strongest first (a weak path cannot win at hop 2)
+    expand_max_degree: int = 1000  # a node with more edges is reached but not expanded: its children
+    # would score below 1/sqrt(1000) of its own damped score anyway
     intent: str = "GENERAL"
     predicate_weights: dict[str, dict[str, float]] = field(default_factory=dict)
     tie_ranks: dict[str, int] = field(default_factory=dict)
@@ -82,15 +84,8 @@ where dst is not null and src != dst
   and (src in (select value from json_each(:ids)) or dst in (select value from json_each(:ids)))
 """
 _NODES_SQL = """
-with wanted(id) as (select value from json_each(:ids)),
-degrees as (
-  select id, count(*) as degree from (
-    select src as id from edges where dst is not null and src in wanted
-    union all select dst from edges where dst in wanted)
-  group by id)
-select concepts.id, is_index, trust_tier, superseded_by, status, coalesce(degrees.degree, 0)
-from concepts left join degrees on degrees.id = concepts.id
-where concepts.id in wanted
+select id, is_index, trust_tier, superseded_by, status, coalesce(degree, 0)
+from concepts where id in (select value from json_each(:ids))
 """
 
 
@@ -113,9 +108,9 @@ def graph_expand(conn: Any, seeds: list[str], options: WalkOptions) -> list[dict
     # strength[node][seed]: the best path score from that seed; a node's score sums over seeds
     strength: dict[str, dict[str, float]] = {seed: {seed: 1.0} for seed in seeds}
     reached: dict[str, dict[str, Any]] = {}
-    frontier = set(seeds)
     visited = set(seeds)
     describe(visited)
+    frontier = {s for s in seeds if s in nodes and nodes[s]["degree"] <= options.expand_max_degree * 5}
     for hop in range(1, options.hops + 1):
         if not frontier:
             break
@@ -153,7 +148,8 @@ def graph_expand(conn: Any, seeds: list[str], options: WalkOptions) -> list[dict
             if not info["is_index"] and info["degree"] < options.hub_degree:
                 reached[child] = entry
         visited |= set(arriving)
-        frontier = set(sorted(arriving, key=lambda c: -arriving[c]["score"])[: options.beam])
+        expandable = [c for c in arriving if nodes[c]["degree"] <= options.expand_max_degree]
+        frontier = set(sorted(expandable, key=lambda c: -arriving[c]["score"])[: options.beam])
 
     far = len(options.tie_ranks) + 10**6
     ranked = sorted(

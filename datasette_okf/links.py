@@ -224,6 +224,7 @@ class PathIndex:
                 self.folders.add(folder)
                 folder = posixpath.dirname(folder)
         self.folders_lower = {f.casefold(): f for f in sorted(self.folders, reverse=True)}
+        self._memo: dict[str, Resolution] = {}  # resolve_path by (folder, target): links repeat
         self.by_alias: dict[str, list[str]] = defaultdict(list)
         for path, names in (aliases or {}).items():
             for name in names:
@@ -239,6 +240,15 @@ class PathIndex:
         sample write root-relative paths without the leading slash).
         """
         target = target.strip()
+        memo_key = (target if target.startswith("/") else posixpath.dirname(source) + "\0" + target)
+        cached = self._memo.get(memo_key)
+        if cached is not None:
+            return cached if cached.status != "self" else Resolution("self", source, cached.anchor)
+        resolution = self._resolve_path(source, target)
+        self._memo[memo_key] = resolution
+        return resolution
+
+    def _resolve_path(self, source: str, target: str) -> Resolution:
         if SCHEME.match(target):
             return Resolution("external", target)
         path, _, anchor = target.partition("#")

@@ -46,7 +46,8 @@ FTS_SQL = """select id, row_number() over (order by score) as rank from (
   order by score limit :k)"""
 VECTOR_SQL = """select chunks.concept_id as id,
   row_number() over (order by min(knn.distance)) as rank,
-  1 - min(knn.distance) as similarity
+  1 - min(knn.distance) as similarity,
+  json_group_array(json_array(knn.rowid, knn.distance)) as chunk_distances
 from (select rowid, distance from chunk_vectors
       where embedding match okf_embed(:question) and k = :vector_k) as knn
 join chunks on chunks.id = knn.rowid
@@ -201,7 +202,8 @@ def context_for(
     ]
     for node in candidates:
         node["stale"] = bool(node.get("stale_after")) and now >= node["stale_after"]
-    chunks = _chunks(conn, [n["id"] for n in candidates], question if has_vectors else None, vector_k)
+    distances = {chunk_id: distance for row in fused for chunk_id, distance in json.loads(row.get("chunk_distances") or "[]")}
+    chunks = _chunks(conn, [n["id"] for n in candidates], distances)
     facts = _facts(conn, candidates) if confident else []
     picked, blocks, facts = _fill_budget(question, candidates, chunks, facts, budget)
     sql["facts"] = FACTS_SQL
@@ -240,7 +242,9 @@ def _fusion_sql(names: tuple[str, ...], weights: dict[str, float]) -> str:
         for name in names
     )
     ranks = ",\n  ".join(f"min(case when list = '{name}' then rank end) as {name}_rank" for name in names)
-    similarity = ",\n  (select similarity from vector where vector.id = lists.id) as similarity" if "vector" in names else ""
+    similarity = (",\n  (select similarity from vector where vector.id = lists.id) as similarity"
+                  ",\n  (select chunk_distances from vector where vector.id = lists.id) as chunk_distances"
+                  if "vector" in names else "")
     return (
         f"with {ctes},\nlists as (\n  {union}\n)\n"
         f"select id,\n  {ranks},\n  rrf(rank, weight, {RRF_K}) as rrf{similarity}\n"
@@ -328,8 +332,11 @@ def _slug(text: str) -> str:
     return re.sub(r"[^\w]+", "-", text.casefold()).strip("-")
 
 
-def _chunks(conn, ids: list[str], question: str | None, vector_k: int) -> dict[str, list[dict[str, Any]]]:
-    """Each node's chunks, best first: nearest to the question, then in reading order."""
+def _chunks(conn, ids: list[str], distance: dict[int, float]) -> dict[str, list[dict[str, Any]]]:
+    """Each node's chunks, best first: those the vector search found nearest, then in reading order.
+
+    The distances come from the seeds statement's own KNN, so no second vector scan is needed.
+    """
     by_concept: dict[str, list[dict[str, Any]]] = {}
     for chunk_id, concept_id, seq, heading, text in conn.execute(
         "select id, concept_id, seq, heading, text from chunks"
@@ -337,13 +344,8 @@ def _chunks(conn, ids: list[str], question: str | None, vector_k: int) -> dict[s
         [json.dumps(ids)],
     ):
         by_concept.setdefault(concept_id, []).append({"id": chunk_id, "seq": seq, "heading": heading, "text": text})
-    if question:
-        distance = dict(conn.execute(
-            "select rowid, distance from chunk_vectors where embedding match okf_embed(?) and k = ?",
-            [question, vector_k],
-        ).fetchall())
-        for chunks in by_concept.values():
-            chunks.sort(key=lambda c: (distance.get(c["id"], 2.0), c["seq"]))
+    for chunks in by_concept.values():
+        chunks.sort(key=lambda c: (distance.get(c["id"], 2.0), c["seq"]))
     return by_concept
 
 

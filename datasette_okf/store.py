@@ -17,17 +17,17 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
 import sqlite_utils
 
 from . import __version__
-from .bundle import Bundle, Concept, ScannedBundle, parse_bundle, rows, scan_bundle
+from .bundle import PARSER_VERSION, Bundle, Concept, ScannedBundle, parse_bundle, rows, scan_bundle
 from .chunks import embedding_text, split_into_chunks, text_hash
 from .embed import canonical_id, dimensions, embed_texts, get_model
 from .sqlfunctions import load_sqlite_vec
 
-FORMAT_VERSION = "3"
+FORMAT_VERSION = "5"
 FTS_COLUMNS = ["title", "aliases", "description", "tags", "body"]
 FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
 
@@ -131,7 +131,13 @@ def build(
         db = connect(temp)
         with db.conn:
             ensure_schema(db)
-            reports = [_write_bundle(db, parse_bundle(s, progress.file, link_mentions), prune) for s in scanned]
+            reports = []
+            for s in scanned:
+                cache = _load_parse_cache(db, s.name)
+                parsed = parse_bundle(s, progress.file, link_mentions, parse_cache=dict(cache))
+                _save_parse_cache(db, s, cache, parsed.parse_cache)
+                reports.append(_write_bundle(db, parsed, prune))
+                _update_degrees(db, s.name)
             _write_meta(db, scanned, link_mentions)
         embedded = None
         if embedding_model is not None:
@@ -164,7 +170,7 @@ def ensure_schema(db: sqlite_utils.Database) -> None:
             "description": str, "tags": str, "aliases": str, "body": str,
             "frontmatter": str, "sources": str, "status": str, "stale_after": str,
             "trust_tier": str, "generated_by": str, "generated_at": str,
-            "superseded_by": str, "is_index": int, "content_hash": str,
+            "superseded_by": str, "is_index": int, "content_hash": str, "degree": int,
         },
         pk="id",
         if_not_exists=True,
@@ -213,12 +219,14 @@ def ensure_schema(db: sqlite_utils.Database) -> None:
         pk="id",
         if_not_exists=True,
     )
+    db["parse_cache"].create({"key": str, "bundle": str, "entry": str}, pk="key", if_not_exists=True)
     db["meta"].create({"key": str, "value": str}, pk="key", if_not_exists=True)
     for table, columns in [
         ("concepts", ["bundle"]),
         ("concepts", ["type"]),
         ("chunks", ["concept_id"]),
         ("headings", ["concept_id"]),
+        ("parse_cache", ["bundle"]),
         ("edges", ["src"]),
         ("edges", ["dst"]),
         ("link_issues", ["src"]),
@@ -259,32 +267,84 @@ def _write_bundle(db: sqlite_utils.Database, bundle: Bundle, prune: bool) -> Bun
         _write_chunks(db, changed)
     report.changed, report.unchanged = len(changed), len(present) - len(changed)
 
-    for table in ("edges", "external_links", "link_issues"):
-        db.execute(f"delete from {table} where src in (select value from json_each(?))", [present_json])
-    db.execute("delete from headings where concept_id in (select value from json_each(?))", [present_json])
     if prune and missing:
         doomed = json.dumps(missing)
-        for table in ("edges", "external_links", "link_issues"):
-            db.execute(f"delete from {table} where src in (select value from json_each(?))", [doomed])
-        db.execute("delete from headings where concept_id in (select value from json_each(?))", [doomed])
+        for table, key in PER_CONCEPT:
+            db.execute(f"delete from {table} where {key} in (select value from json_each(?))", [doomed])
         _delete_chunks(db, "concept_id in (select value from json_each(?))", [doomed])
         db.execute("delete from concepts where id in (select value from json_each(?))", [doomed])
         report.pruned = len(missing)
     else:
         report.kept_missing = len(missing)
-    for table in ("build_issues", "log_entries"):
-        db.execute(f"delete from {table} where bundle = ?", [bundle.name])
 
-    db["edges"].insert_all(rows(bundle.edges))
     issues = rows(bundle.link_issues)
     for issue in issues:
         issue["candidates"] = json.dumps(issue["candidates"], ensure_ascii=False)
-    db["link_issues"].insert_all(issues)
-    db["external_links"].insert_all(rows(bundle.external_links))
+    fresh = {"edges": rows(bundle.edges), "external_links": rows(bundle.external_links),
+             "link_issues": issues, "headings": rows(bundle.headings)}
+    for table, key in PER_CONCEPT:
+        _sync(db, table, key, fresh[table], present_json)
+    for table in ("build_issues", "log_entries"):
+        db.execute(f"delete from {table} where bundle = ?", [bundle.name])
     db["build_issues"].insert_all(rows(bundle.build_issues))
     db["log_entries"].insert_all(rows(bundle.log_entries))
-    db["headings"].insert_all(rows(bundle.headings))
     return report
+
+
+def _update_degrees(db: sqlite_utils.Database, bundle: str) -> None:
+    """concepts.degree = edges touching the concept, both directions: the walk damps by it on every query."""
+    db.execute(
+        """update concepts set degree =
+             (select count(*) from edges where edges.src = concepts.id and edges.dst is not null)
+           + (select count(*) from edges where edges.dst = concepts.id)
+           where bundle = ?""",
+        [bundle],
+    )
+
+
+# Tables whose rows belong to one concept, and the column naming it.
+PER_CONCEPT = (("edges", "src"), ("external_links", "src"), ("link_issues", "src"), ("headings", "concept_id"))
+
+
+def _sync(db: sqlite_utils.Database, table: str, key: str, new_rows: list[dict], scope_json: str) -> None:
+    """Rewrite only the concepts whose rows in `table` changed: a one-file edit touches a few rows, not all."""
+    if not new_rows and not db.execute(f"select 1 from {table} limit 1").fetchone():
+        return
+    columns = [c for c in (new_rows[0] if new_rows else db[table].columns_dict) if c != "id"]
+    old: dict[str, list[tuple]] = {}
+    for row in db.execute(
+        f"select {', '.join(columns)} from {table} where {key} in (select value from json_each(?))", [scope_json]
+    ):
+        old.setdefault(row[columns.index(key)], []).append(tuple(row))
+    new: dict[str, list[tuple]] = {}
+    for row in new_rows:
+        new.setdefault(row[key], []).append(tuple(row[c] for c in columns))
+    changed = [k for k in old.keys() | new.keys() if Counter(old.get(k, ())) != Counter(new.get(k, ()))]
+    if not changed:
+        return
+    db.execute(f"delete from {table} where {key} in (select value from json_each(?))", [json.dumps(changed)])
+    placeholders = ", ".join("?" for _ in columns)
+    db.conn.executemany(
+        f"insert into {table} ({', '.join(columns)}) values ({placeholders})",
+        [values for k in changed for values in new.get(k, [])],
+    )
+
+
+def _load_parse_cache(db: sqlite_utils.Database, bundle: str) -> dict[str, Any]:
+    """Per-file parse results from the previous build: unchanged files are not parsed again."""
+    return {key: json.loads(entry) for key, entry in db.execute(
+        "select key, entry from parse_cache where bundle = ?", [bundle])}
+
+
+def _save_parse_cache(db, scanned: ScannedBundle, before: dict[str, Any], after: dict[str, Any]) -> None:
+    current = {f"{PARSER_VERSION}:{f.path}:{f.digest}" for f in scanned.files if f.data is not None}
+    stale = [key for key in before if key not in current]
+    db.conn.executemany("delete from parse_cache where key = ?", [(key,) for key in stale])
+    db["parse_cache"].insert_all(
+        ({"key": key, "bundle": scanned.name, "entry": json.dumps(after[key], ensure_ascii=False)}
+         for key in current - set(before) if key in after),
+        pk="key",
+    )
 
 
 def _write_chunks(db: sqlite_utils.Database, concepts: list[Concept]) -> None:

@@ -7,5 +7,5 @@ with spellings as (
   from edges where kind in ('relation', 'property')
 )
 select normal, group_concat(predicate, ', ') as spellings, count(*) as variants
-from spellings group by normal having count(*) > 1
+from (select * from spellings order by predicate) group by normal having count(*) > 1
 order by normal

@@ -1,0 +1,212 @@
+"""Build and query costs from 1k to 100k concepts, with same-run baselines.
+
+    python benchmarks/scale.py --sizes 1000,10000 [--work build/scale] [--questions 30]
+
+For each size: generate a synthetic bundle (benchmarks/synthetic.py), build it
+without vectors, with vectors (the real default model at 1k; at 10k and more the
+fast hash model of benchmarks/hash_model.py, labelled "hash"), rebuild with no
+change and with one edited file, then measure context_for in-process (per stage)
+and over HTTP from a Datasette on 127.0.0.1, next to bare FTS5 and bare vec0
+queries on the same file. Query embeddings always come from the real default
+model: on a hash-built file the benchmark's copy is relabelled for timing only
+(the vectors do not mean anything there, the costs are the same).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import socket
+import sqlite3
+import statistics
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from synthetic import generate  # noqa: E402
+
+from datasette_okf.embed import DEFAULT_MODEL, embed_query  # noqa: E402
+from datasette_okf.retrieve import connection, context_for  # noqa: E402
+from datasette_okf.sqlfunctions import NEAREST_CHUNKS_SQL  # noqa: E402
+
+
+def machine() -> str:
+    model = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{os.cpu_count()} cores, {model}, {platform.machine()}, CPython {platform.python_version()}"
+
+
+def run(args: list[str]) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MB) of a child process."""
+    started = time.perf_counter()
+    process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - started
+    if status != 0:
+        raise RuntimeError(f"{args} failed: {process.stderr.read().decode()[-2000:]}")
+    return wall, usage.ru_maxrss / 1024
+
+
+def percentiles(values: list[float]) -> str:
+    ordered = sorted(values)
+    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+    return f"{statistics.median(values):.1f} / {p95:.1f}"
+
+
+def questions(db: Path, count: int) -> list[str]:
+    """Questions naming a concept, questions paraphrasing one, and some off-topic ones."""
+    conn = sqlite3.connect(db)
+    rows = conn.execute("select title, description from concepts where not is_index order by id").fetchall()
+    conn.close()
+    step = max(1, len(rows) // count)
+    picked = rows[::step][:count]
+    out = []
+    for i, (title, description) in enumerate(picked):
+        out.append(f"Who or what is {title}?" if i % 3 == 0 else
+                   f"Which note says {' '.join((description or '').split()[:5])}?" if i % 3 == 1 else
+                   f"How is {title} connected to the others?")
+    return out
+
+
+def query_latency(db: Path, asked: list[str]) -> dict[str, str]:
+    conn = connection(str(db))
+    context_for(conn, "warm up")
+    stages: dict[str, list[float]] = {"seeds": [], "walk": [], "budget": [], "total": []}
+    cold, knn, fts = [], [], []
+    for question in asked:
+        embed_query.cache_clear()
+        started = time.perf_counter()
+        context_for(conn, question)
+        cold.append((time.perf_counter() - started) * 1000)
+        result = context_for(conn, question)
+        for stage in stages:
+            stages[stage].append(result["timings_ms"].get(stage, 0.0))
+        started = time.perf_counter()
+        conn.execute(NEAREST_CHUNKS_SQL, {"q": question, "k": 10}).fetchall()
+        knn.append((time.perf_counter() - started) * 1000)
+        started = time.perf_counter()
+        conn.execute("select rowid from concepts_fts where concepts_fts match okf_fts_query(?) order by rank limit 10",
+                     [question]).fetchall()
+        fts.append((time.perf_counter() - started) * 1000)
+    out = {f"context_for {name} (warm)": percentiles(values) for name, values in stages.items()}
+    out["context_for total (cold: embeds)"] = percentiles(cold)
+    out["baseline: bare vec0 KNN k=10"] = percentiles(knn)
+    out["baseline: bare FTS5 BM25 limit 10"] = percentiles(fts)
+    return out
+
+
+def http_latency(db: Path, asked: list[str]) -> tuple[str, float]:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    process = subprocess.Popen([sys.executable, "-m", "datasette", "serve", str(db), "-h", "127.0.0.1", "-p", str(port)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.2)
+        base = f"http://127.0.0.1:{port}/-/context_for.json?"
+        urllib.request.urlopen(base + urllib.parse.urlencode({"q": "warm up"}), timeout=120).read()
+        times = []
+        for question in asked:
+            for _ in range(2):  # the second is the warm one
+                started = time.perf_counter()
+                body = urllib.request.urlopen(base + urllib.parse.urlencode({"q": question}), timeout=120).read()
+                elapsed = (time.perf_counter() - started) * 1000
+            json.loads(body)
+            times.append(elapsed)
+        status = Path(f"/proc/{process.pid}/status").read_text()
+        peak = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM")) / 1024
+        return percentiles(times), peak
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def bench(size: int, work: Path, count: int) -> list[tuple[str, str]]:
+    bundle = work / f"synthetic-{size}"
+    generate(size, bundle)
+    rows: list[tuple[str, str]] = []
+    cli = [sys.executable, "-m", "datasette", "okf", "build", str(bundle)]
+    plain = work / f"plain-{size}.db"
+    plain.unlink(missing_ok=True)
+    wall, rss = run(cli + ["-o", str(plain), "--no-embed"])
+    conn = sqlite3.connect(plain)
+    concepts, chunks = (conn.execute("select count(*) from concepts where not is_index").fetchone()[0],
+                        conn.execute("select count(*) from chunks").fetchone()[0])
+    conn.close()
+    rows.append(("concepts / chunks", f"{concepts:,} / {chunks:,}"))
+    rows.append(("build, no vectors", f"{wall:.1f} s ({concepts / wall:,.0f} concepts/s), peak RSS {rss:.0f} MB"))
+    full = work / f"full-{size}.db"
+    full.unlink(missing_ok=True)
+    hashed = size > 1000
+    if hashed:
+        wall, rss = run([sys.executable, str(HERE / "hash_model.py"), str(bundle), str(full)])
+        label = "hash model"
+    else:
+        wall, rss = run(cli + ["-o", str(full)])
+        label = "default model"
+    rows.append((f"build with vectors ({label})", f"{wall:.1f} s ({chunks / wall:,.0f} chunks/s), peak RSS {rss:.0f} MB"))
+    rebuild = [sys.executable, str(HERE / "hash_model.py"), str(bundle), str(full)] if hashed else cli + ["-o", str(full)]
+    wall, _ = run(rebuild)
+    rows.append(("rebuild, nothing changed", f"{wall:.2f} s"))
+    edited = sorted((bundle / "people").glob("*.md"))[0]
+    edited.write_text(edited.read_text() + "\n## Update\n\nA new paragraph about the harbour and its tolls.\n")
+    wall, _ = run(rebuild)
+    rows.append(("rebuild, one file edited", f"{wall:.2f} s"))
+    rows.append(("database size", f"{full.stat().st_size / 1e6:,.0f} MB"))
+    timed = full
+    if hashed:
+        timed = work / f"timing-{size}.db"
+        shutil.copyfile(full, timed)
+        conn = sqlite3.connect(timed)
+        conn.execute("update meta set value = ? where key = 'embedding_model'", [DEFAULT_MODEL])
+        conn.commit()
+        conn.close()
+    asked = questions(timed, count)
+    for name, value in query_latency(timed, asked).items():
+        rows.append((name + " p50 / p95 ms", value))
+    latency, peak = http_latency(timed, asked)
+    rows.append(("HTTP /-/context_for.json p50 / p95 ms", latency))
+    rows.append(("Datasette peak RSS", f"{peak:.0f} MB"))
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", default="1000,10000")
+    parser.add_argument("--work", default="build/scale")
+    parser.add_argument("--questions", type=int, default=30)
+    args = parser.parse_args()
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    print(f"machine: {machine()}\n")
+    for size in [int(s) for s in args.sizes.split(",")]:
+        rows = bench(size, work, args.questions)
+        print(f"### {size:,} concepts\n\n| measure | result |\n|---|---|")
+        for name, value in rows:
+            print(f"| {name} | {value} |")
+        print(flush=True)
+
+
+if __name__ == "__main__":
+    main()
