@@ -1,8 +1,9 @@
 """Records -> one SQLite file, written with sqlite-utils.
 
-A build never writes to the live database: it copies it (if there is one) to a
-temporary file beside it, updates the copy, and swaps it in with os.replace()
-only when everything succeeded. A crash or Ctrl-C leaves the old file as it was.
+A failed build never damages the previous database. An existing file of the
+current format is updated in one transaction, which SQLite's rollback journal
+undoes on any error, Ctrl-C or crash; a new file (or one of an older format) is
+built in a temporary file and swapped in with os.replace() only on success.
 Unchanged input is detected by fingerprint before anything is parsed, and then
 the file is not touched at all.
 """
@@ -11,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -124,11 +124,14 @@ def build(
     embedding_model = get_model(target_model) if embed else None  # fail before any work
 
     output.parent.mkdir(parents=True, exist_ok=True)
-    temp = output.with_name(f".{output.name}.{os.getpid()}.tmp")
+    # A current-format file is updated in place inside one transaction: SQLite's journal
+    # rolls it back on any failure, Ctrl-C or crash, so the previous database survives
+    # whole. Anything else is built in a temporary file swapped in only on success.
+    in_place = bool(previous)
+    target = output if in_place else output.with_name(f".{output.name}.{os.getpid()}.tmp")
+    db = None
     try:
-        if previous:  # a current-format file: update a copy of it; otherwise start afresh
-            shutil.copyfile(output, temp)
-        db = connect(temp)
+        db = connect(target)
         with db.conn:
             ensure_schema(db)
             reports = []
@@ -139,16 +142,19 @@ def build(
                 reports.append(_write_bundle(db, parsed, prune))
                 _update_degrees(db, s.name)
             _write_meta(db, scanned, link_mentions)
-        embedded = None
-        if embedding_model is not None:
-            with db.conn:
+            embedded = None
+            if embedding_model is not None:
                 embedded = _embed_missing(db, embedding_model, target_model, progress)
         for r in reports:
             _fill_report(db, r)
         db.conn.close()
-        os.replace(temp, output)
+        if not in_place:
+            os.replace(target, output)
     except BaseException:
-        temp.unlink(missing_ok=True)
+        if db is not None:
+            db.conn.close()
+        if not in_place:
+            target.unlink(missing_ok=True)
         raise
     report = BuildReport(output, reports, embedded)
     report.seconds = time.perf_counter() - started

@@ -123,3 +123,24 @@ def test_two_bundles_with_the_same_name_are_refused(tmp_path):
     two = write_bundle(tmp_path / "y" / "kb", {"b.md": "---\ntype: T\n---\n"})
     with pytest.raises(BuildError, match="share the folder name"):
         build([one, two], tmp_path / "out.db")
+
+
+def test_a_build_killed_mid_write_leaves_the_previous_database(bundle, tmp_path):
+    import subprocess
+    import sys
+
+    db_path = tmp_path / "out.db"
+    build([bundle], db_path, embed=False)
+    before = sorted(sqlite_utils.Database(db_path).execute("select id, title from concepts").fetchall())
+    (bundle / "a.md").write_text(NOTE.format(title="Killed Midway", tag="x"))
+    script = (
+        "import os, signal, sys\n"
+        "from datasette_okf import store\n"
+        "store._write_meta = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)\n"
+        f"store.build([{str(bundle)!r}], {str(db_path)!r}, embed=False)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script])
+    assert result.returncode == -9  # killed inside the write transaction
+    db = sqlite_utils.Database(db_path)
+    assert db.execute("pragma integrity_check").fetchone()[0] == "ok"
+    assert sorted(db.execute("select id, title from concepts").fetchall()) == before
