@@ -51,7 +51,10 @@ def check_database(db: str | Path) -> Path:
 
 def local_context(db: str | Path, question: str, **options: Any) -> dict[str, Any]:
     """context_for on a database file, after checking that it is one of ours."""
-    return context_for(str(check_database(db)), question, **options)
+    try:
+        return context_for(str(check_database(db)), question, **options)
+    except ValueError as error:  # an outdated file, or a bad option
+        raise AnswerError(str(error)) from None
 
 
 def remote_context(url: str, question: str, db: str | None = None, **options: Any) -> dict[str, Any]:

@@ -117,7 +117,7 @@ def context(database: Path, question: str, as_json: bool, mode: str, k: int, bud
     """Print the context DATABASE gives an LLM for QUESTION."""
     try:
         result = context_for(str(database), question, mode=mode, k=k, budget=budget, max_seeds=max_seeds, hops=hops)
-    except EmbeddingError as error:
+    except (EmbeddingError, ValueError) as error:
         raise click.ClickException(str(error))
     if as_json:
         click.echo(json.dumps(result, indent=2, ensure_ascii=False))

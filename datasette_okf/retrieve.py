@@ -83,6 +83,25 @@ def classify_intent(question: str) -> str:
     return "GENERAL"
 
 
+class OutdatedDatabase(ValueError):
+    """The file was built by another version of datasette-okf's format: rebuild it."""
+
+
+def check_format(conn: Any) -> None:
+    from .store import FORMAT_VERSION
+
+    try:
+        row = conn.execute("select value from meta where key = 'format_version'").fetchone()
+    except Exception:
+        raise OutdatedDatabase("this is not a datasette-okf database (no meta table)") from None
+    if not row or row[0] != FORMAT_VERSION:
+        raise OutdatedDatabase(
+            f"this database has format {row[0] if row else 'unknown'}, this datasette-okf reads format "
+            f"{FORMAT_VERSION}: rebuild it with datasette okf build (only changed vectors are recomputed "
+            "when the model is the same)"
+        )
+
+
 def connection(db: Any) -> Any:
     """A sqlite3 connection with sqlite-vec and our SQL functions, from a path, Database or connection."""
     if isinstance(db, (str, Path)):
@@ -121,6 +140,7 @@ def context_for(
     started = time.perf_counter()
     timings: dict[str, float] = {}
     conn = connection(db)
+    check_format(conn)
     model = canonical_id(stored_model(conn))
     has_vectors = _has_table(conn, "chunk_vectors")
     lists = [name for name in MODE_LISTS[mode] if name != "vector" or has_vectors]

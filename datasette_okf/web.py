@@ -17,7 +17,7 @@ from urllib.parse import quote, urlencode
 from datasette.utils.asgi import Forbidden, Response
 
 from .embed import EmbeddingError
-from .retrieve import MODES, context_for
+from .retrieve import MODES, OutdatedDatabase, context_for
 
 PLUGIN = "datasette-okf"
 MAX_QUESTION = 2000
@@ -111,6 +111,8 @@ async def context_for_json(datasette, request):
         return Response.json({"ok": False, "error": "forbidden"}, status=403)
     except EmbeddingError as error:
         return Response.json({"ok": False, "error": str(error)}, status=503)
+    except OutdatedDatabase as error:
+        return Response.json({"ok": False, "parameter": "db", "error": str(error)}, status=409)
     return Response.json(result)
 
 
@@ -127,6 +129,8 @@ async def context_for_page(datasette, request):
             return Response.html("Forbidden", status=403)
         except EmbeddingError as error:
             context["error"], status = str(error), 503
+        except OutdatedDatabase as error:
+            context["error"], status = str(error), 409
         else:
             context.update(page_view(datasette, params, result))
     context["selected_db"] = request.args.get("db") or (context["databases"][0] if context["databases"] else "")

@@ -130,3 +130,21 @@ def test_cli_context_and_evaluate(campaign_db):
     result = runner.invoke(cli, ["okf", "evaluate", str(campaign_db), str(GOLDEN), "--modes", "hybrid,keyword:5", "--format", "markdown"])
     assert result.exit_code == 0, result.output
     assert "| hybrid | synthesis | 10 |" in result.output and "| keyword:5 | out | 5 |" in result.output
+
+
+def test_a_database_of_another_format_is_a_clear_error(campaign_db, tmp_path):
+    import shutil
+    import sqlite3
+
+    from datasette_okf.retrieve import OutdatedDatabase
+
+    old = tmp_path / "old.db"
+    shutil.copyfile(campaign_db, old)
+    conn = sqlite3.connect(old)
+    conn.execute("update meta set value = '1' where key = 'format_version'")
+    conn.commit()
+    conn.close()
+    with pytest.raises(OutdatedDatabase, match="rebuild it with datasette okf build"):
+        context_for(old, "Who is the Tinker?")
+    result = CliRunner().invoke(cli, ["okf", "context", str(old), "Who is the Tinker?"])
+    assert result.exit_code == 1 and "has format 1" in result.output
