@@ -51,6 +51,7 @@ class BundleReport:
     kept_missing: int = 0
     pruned: int = 0
     up_to_date: bool = False
+    touched: set[str] = field(default_factory=set)  # concepts whose edges changed in this build
 
 
 @dataclass
@@ -140,7 +141,7 @@ def build(
                 parsed = parse_bundle(s, progress.file, link_mentions, parse_cache=dict(cache))
                 _save_parse_cache(db, s, cache, parsed.parse_cache)
                 reports.append(_write_bundle(db, parsed, prune))
-                _update_degrees(db, s.name)
+                _update_degrees(db, reports[-1].touched)
             _write_meta(db, scanned, link_mentions)
             embedded = None
             if embedding_model is not None:
@@ -289,7 +290,9 @@ def _write_bundle(db: sqlite_utils.Database, bundle: Bundle, prune: bool) -> Bun
     fresh = {"edges": rows(bundle.edges), "external_links": rows(bundle.external_links),
              "link_issues": issues, "headings": rows(bundle.headings)}
     for table, key in PER_CONCEPT:
-        _sync(db, table, key, fresh[table], present_json)
+        touched = _sync(db, table, key, fresh[table], present_json)
+        if table == "edges":
+            report.touched = touched | (set(missing) if prune else set())
     for table in ("build_issues", "log_entries"):
         db.execute(f"delete from {table} where bundle = ?", [bundle.name])
     db["build_issues"].insert_all(rows(bundle.build_issues))
@@ -297,25 +300,30 @@ def _write_bundle(db: sqlite_utils.Database, bundle: Bundle, prune: bool) -> Bun
     return report
 
 
-def _update_degrees(db: sqlite_utils.Database, bundle: str) -> None:
-    """concepts.degree = edges touching the concept, both directions: the walk damps by it on every query."""
-    db.execute(
-        """update concepts set degree =
-             (select count(*) from edges where edges.src = concepts.id and edges.dst is not null)
-           + (select count(*) from edges where edges.dst = concepts.id)
-           where bundle = ?""",
-        [bundle],
-    )
+def _update_degrees(db: sqlite_utils.Database, touched: set[str]) -> None:
+    """concepts.degree = edges touching the concept, both directions: the walk damps by it on every query.
+
+    Only concepts whose edges changed (either end) are recounted."""
+    if touched:
+        db.execute(
+            """update concepts set degree =
+                 (select count(*) from edges where edges.src = concepts.id and edges.dst is not null)
+               + (select count(*) from edges where edges.dst = concepts.id)
+               where id in (select value from json_each(?))""",
+            [json.dumps(sorted(touched))],
+        )
 
 
 # Tables whose rows belong to one concept, and the column naming it.
 PER_CONCEPT = (("edges", "src"), ("external_links", "src"), ("link_issues", "src"), ("headings", "concept_id"))
 
 
-def _sync(db: sqlite_utils.Database, table: str, key: str, new_rows: list[dict], scope_json: str) -> None:
-    """Rewrite only the concepts whose rows in `table` changed: a one-file edit touches a few rows, not all."""
+def _sync(db: sqlite_utils.Database, table: str, key: str, new_rows: list[dict], scope_json: str) -> set[str]:
+    """Rewrite only the concepts whose rows in `table` changed: a one-file edit touches a few rows, not all.
+
+    Returns the concepts whose rows changed, plus (for edges) every concept those rows point to."""
     if not new_rows and not db.execute(f"select 1 from {table} limit 1").fetchone():
-        return
+        return set()
     columns = [c for c in (new_rows[0] if new_rows else db[table].columns_dict) if c != "id"]
     old: dict[str, list[tuple]] = {}
     for row in db.execute(
@@ -327,13 +335,18 @@ def _sync(db: sqlite_utils.Database, table: str, key: str, new_rows: list[dict],
         new.setdefault(row[key], []).append(tuple(row[c] for c in columns))
     changed = [k for k in old.keys() | new.keys() if Counter(old.get(k, ())) != Counter(new.get(k, ()))]
     if not changed:
-        return
+        return set()
+    touched = set(changed)
+    if "dst" in columns:
+        where = columns.index("dst")
+        touched |= {row[where] for k in changed for row in (*old.get(k, ()), *new.get(k, ())) if row[where]}
     db.execute(f"delete from {table} where {key} in (select value from json_each(?))", [json.dumps(changed)])
     placeholders = ", ".join("?" for _ in columns)
     db.conn.executemany(
         f"insert into {table} ({', '.join(columns)}) values ({placeholders})",
         [values for k in changed for values in new.get(k, [])],
     )
+    return touched
 
 
 def _load_parse_cache(db: sqlite_utils.Database, bundle: str) -> dict[str, Any]:

@@ -144,3 +144,20 @@ def test_a_build_killed_mid_write_leaves_the_previous_database(bundle, tmp_path)
     db = sqlite_utils.Database(db_path)
     assert db.execute("pragma integrity_check").fetchone()[0] == "ok"
     assert sorted(db.execute("select id, title from concepts").fetchall()) == before
+
+
+def test_degrees_stay_exact_across_incremental_builds(bundle, tmp_path):
+    db_path = tmp_path / "out.db"
+    build([bundle], db_path, embed=False)
+    (bundle / "c.md").write_text("---\ntype: Place\n---\nNow links [a](/a.md) and [b](/b.md).\n")
+    build([bundle], db_path, embed=False)
+    (bundle / "a.md").write_text("---\ntype: Person\n---\nNo links any more.\n")
+    build([bundle], db_path, embed=False)
+    db = sqlite_utils.Database(db_path)
+    wrong = db.execute(
+        """select id, degree from concepts where degree !=
+             (select count(*) from edges where src = concepts.id and dst is not null)
+           + (select count(*) from edges where dst = concepts.id)"""
+    ).fetchall()
+    assert wrong == []
+    assert db.execute("select degree from concepts where id = 'alpha/b'").fetchone()[0] == 1  # from c; a no longer links
