@@ -41,10 +41,10 @@ def main(root: Path, repeats: int = 3) -> None:
             db = Path(tmp) / "bench.db"
             base.append(baseline(root))
             started = time.perf_counter()
-            report = build([root], db)
+            report = build([root], db, embed=False)
             full.append(time.perf_counter() - started)
             started = time.perf_counter()
-            build([root], db)
+            build([root], db, embed=False)
             again.append(time.perf_counter() - started)
     b = report.bundles[0]
     print(f"machine: {platform.machine()}, {platform.python_implementation()} {platform.python_version()}, {sys.platform}")
