@@ -102,3 +102,31 @@ def campaign_mentions_db(tmp_path_factory):
     path = tmp_path_factory.mktemp("campaign-mentions") / "campaign.db"
     build([EXAMPLES], path, link_mentions=True)
     return path
+
+
+@pytest.fixture
+def datasette_server(campaign_db):
+    """`datasette serve` of the example database (with metadata.yml) on a free 127.0.0.1 port; yields its URL."""
+    import subprocess
+    import sys
+    import time
+
+    port = closed_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "datasette", "serve", str(campaign_db), "--metadata", str(ROOT / "metadata.yml"),
+         "--host", "127.0.0.1", "--port", str(port)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            time.sleep(0.2)
+    else:
+        process.kill()
+        pytest.fail("datasette did not start within 60 s")
+    yield f"http://127.0.0.1:{port}/"
+    process.terminate()
+    process.wait(timeout=10)

@@ -6,11 +6,6 @@ in build/test-artifacts/.
 """
 
 import shutil
-import socket
-import subprocess
-import sys
-import time
-from pathlib import Path
 
 import pytest
 
@@ -23,35 +18,6 @@ pytestmark = pytest.mark.skipif(
     not (CHROMIUM and CHROMEDRIVER), reason="no chromium + chromedriver on this machine (apt-get install chromium chromium-driver)"
 )
 ARTIFACTS = ROOT / "build" / "test-artifacts"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture
-def server(campaign_db):
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "datasette", "serve", str(campaign_db), "--metadata", str(ROOT / "metadata.yml"),
-         "--host", "127.0.0.1", "--port", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            time.sleep(0.2)
-    else:
-        process.kill()
-        pytest.fail("datasette did not start within 60 s")
-    yield f"http://127.0.0.1:{port}"
-    process.terminate()
-    process.wait(timeout=10)
 
 
 @pytest.fixture
@@ -70,12 +36,12 @@ def browser(tmp_path):
     driver.quit()
 
 
-def test_ask_a_question_in_the_page(server, browser):
+def test_ask_a_question_in_the_page(datasette_server, browser):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as EC
     from selenium.webdriver.support.ui import WebDriverWait
 
-    browser.get(server + "/-/context_for")
+    browser.get(datasette_server + "-/context_for")
     box = browser.find_element(By.ID, "okf-q")
     box.send_keys("Who does the Tinker work for?")
     browser.find_element(By.ID, "okf-ask").click()

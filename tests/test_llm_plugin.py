@@ -1,10 +1,6 @@
 """`llm okf`, the OKF toolbox and the okf: fragment loader, offline: llm-echo and a scripted test model."""
 
 import json
-import shutil
-import socket
-import subprocess
-import sys
 import time
 
 import llm
@@ -163,25 +159,6 @@ def test_fragment_loader(campaign_db):
     assert parse_fragment_argument("dir:with:colons/notes::Who?") == ("dir:with:colons/notes", "Who?")
     with pytest.raises(AnswerError):
         parse_fragment_argument("notes-without-extension:Who?")
-
-
-@pytest.fixture
-def datasette_server(campaign_db):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    process = subprocess.Popen([sys.executable, "-m", "datasette", "serve", str(campaign_db), "-h", "127.0.0.1",
-                                "-p", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            time.sleep(0.2)
-    yield f"http://127.0.0.1:{port}/"
-    process.terminate()
-    process.wait(timeout=10)
 
 
 def test_remote_url_uses_the_json_api(campaign_db, datasette_server, scripted):
