@@ -6,7 +6,6 @@ The hooks only wire things; answer.py does the work.
 from __future__ import annotations
 
 import json
-import sys
 
 import click
 import llm
@@ -43,9 +42,9 @@ def okf_fragment(argument: str) -> llm.Fragment:
 
 
 def _retrieve(question, database, url, mode, budget):
-    if bool(database) == bool(url) and not (url and database):
-        if not database and not url:
-            raise click.ClickException("say where the notes are: -d DATABASE.db, or --url http://host/ for a Datasette")
+    """The context_for result from a local file (-d) or a remote Datasette (--url, with -d naming its database)."""
+    if not database and not url:
+        raise click.ClickException("say where the notes are: -d DATABASE.db, or --url http://host/ for a Datasette")
     try:
         if url:
             return remote_context(url, question, db=database, mode=mode, budget=budget)

@@ -171,7 +171,6 @@ def context_for(
     seeds: list[dict[str, Any]] = []
     seen: set[str] = set()
     for row in fused:
-        concept = concepts[row["id"]]
         target, chain = row["id"], []
         if not is_historical:
             target, chain = _end_of_chain(conn, row["id"], concepts)

@@ -7,7 +7,7 @@ import sqlite_utils
 
 from datasette_okf.store import build
 
-from .conftest import EXAMPLES, VAULT
+from .conftest import VAULT
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ from llm.cli import cli as llm_cli
 from datasette_okf import context_for
 from datasette_okf.answer import SYSTEM_PROMPT, OKF, AnswerError, parse_fragment_argument
 
-from .conftest import ROOT, closed_port
+from .conftest import closed_port
 
 QUESTION = "Who does the Tinker work for?"
 
