@@ -27,7 +27,7 @@ from .chunks import embedding_text, split_into_chunks, text_hash
 from .embed import canonical_id, dimensions, embed_texts, get_model
 from .sqlfunctions import load_sqlite_vec
 
-FORMAT_VERSION = "5"
+FORMAT_VERSION = "6"
 FTS_COLUMNS = ["title", "aliases", "description", "tags", "body"]
 FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
 
@@ -394,8 +394,10 @@ def _write_chunks(db: sqlite_utils.Database, concepts: list[Concept]) -> None:
 
 
 def _delete_chunks(db: sqlite_utils.Database, where: str, params: list) -> None:
-    if "chunk_vectors" in db.table_names():
-        db.execute(f"delete from chunk_vectors where rowid in (select id from chunks where {where})", params)
+    tables = db.table_names()
+    for table, key in (("chunk_vectors", "rowid"), ("chunk_bits", "rowid"), ("chunk_floats", "id")):
+        if table in tables:
+            db.execute(f"delete from {table} where {key} in (select id from chunks where {where})", params)
     db.execute(f"delete from chunks where {where}", params)
 
 
@@ -408,10 +410,14 @@ def _embed_missing(db: sqlite_utils.Database, model, model_id: str, progress: Pr
     if previous != model_id or "chunk_vectors" not in db.table_names():
         report.model_changed_from = previous if previous and previous != model_id else None
         report.dimensions = dimensions(model)
-        db.execute("drop table if exists chunk_vectors")
+        for table in ("chunk_vectors", "chunk_bits", "chunk_floats"):
+            db.execute(f"drop table if exists {table}")
         db.execute(
             f"create virtual table chunk_vectors using vec0(embedding float[{report.dimensions}] distance_metric=cosine)"
         )
+        # For large collections: binary codes to find candidates fast, floats by id to re-rank them exactly.
+        db.execute(f"create virtual table chunk_bits using vec0(embedding bit[{report.dimensions}])")
+        db.execute("create table chunk_floats (id integer primary key, embedding blob)")
         db.execute("update chunks set embedded_with = null")
         db["meta"].upsert_all(
             [{"key": "embedding_model", "value": model_id},
@@ -434,8 +440,12 @@ def _embed_missing(db: sqlite_utils.Database, model, model_id: str, progress: Pr
         batch = todo[start : start + batch_size]
         blobs = embed_texts(model, [text for _, text in batch])
         ids = [chunk_id for chunk_id, _ in batch]
-        db.execute("delete from chunk_vectors where rowid in (select value from json_each(?))", [json.dumps(ids)])
-        db.conn.executemany("insert into chunk_vectors(rowid, embedding) values (?, ?)", list(zip(ids, blobs)))
+        for table in ("chunk_vectors", "chunk_bits"):
+            db.execute(f"delete from {table} where rowid in (select value from json_each(?))", [json.dumps(ids)])
+        pairs = list(zip(ids, blobs))
+        db.conn.executemany("insert into chunk_vectors(rowid, embedding) values (?, ?)", pairs)
+        db.conn.executemany("insert into chunk_bits(rowid, embedding) values (?, vec_quantize_binary(?))", pairs)
+        db.conn.executemany("insert or replace into chunk_floats(id, embedding) values (?, ?)", pairs)
         db.conn.executemany("update chunks set embedded_with = ? where id = ?", [(model_id, i) for i in ids])
         report.embedded += len(batch)
         progress.embedded(len(batch))

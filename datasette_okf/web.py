@@ -154,6 +154,7 @@ def page_view(datasette, params: dict[str, Any], result: dict[str, Any]) -> dict
     sql = []
     for stage, statement in result["sql"].items():
         args = {"sql": statement, "question": params["question"], "k": params["options"]["k"], "vector_k": 60,
+                "candidates": 240,
                 "seeds": json.dumps([s["id"] for s in result["seeds"]]), "hops": params["options"]["hops"],
                 "walk_options": "{}", "nodes": json.dumps([n["id"] for n in result["nodes"]])}
         used = {key: value for key, value in args.items() if key == "sql" or f":{key}" in statement}

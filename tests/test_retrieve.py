@@ -148,3 +148,14 @@ def test_a_database_of_another_format_is_a_clear_error(campaign_db, tmp_path):
         context_for(old, "Who is the Tinker?")
     result = CliRunner().invoke(cli, ["okf", "context", str(old), "Who is the Tinker?"])
     assert result.exit_code == 1 and "has format 1" in result.output
+
+
+def test_binary_candidates_with_float_rerank_find_the_same_notes(campaign_db):
+    """Large collections search 1-bit codes and re-rank exactly; forced here on the small example."""
+    golden = load_golden(GOLDEN)
+    exact = evaluate(campaign_db, golden, ["hybrid"])["modes"]["hybrid"]
+    quantised = evaluate(campaign_db, golden, ["hybrid"], binary_from=0)["modes"]["hybrid"]
+    assert abs(quantised["all"]["recall"] - exact["all"]["recall"]) <= 0.05
+    result = context_for(campaign_db, "Where does the brine hag live?", binary_from=0)
+    assert "chunk_bits" in result["sql"]["seeds"] and result["confident"]
+    assert result["nodes"][0]["id"] == "campaign/monsters/brine-hag"
