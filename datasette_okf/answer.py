@@ -17,7 +17,7 @@ from typing import Any
 
 import llm
 
-from .embed import with_deadline
+from .embed import unknown_model_message, with_deadline
 from .retrieve import context_for
 
 SYSTEM_PROMPT = """You answer questions about a knowledge bundle using only the context below the question.
@@ -97,16 +97,13 @@ def cited(answer: str, result: dict[str, Any]) -> list[dict[str, Any]]:
 
 def get_chat_model(model_id: str | None) -> llm.Model:
     """llm's model (its default when None), looked up under a deadline; clear errors for the usual failures."""
-    from .embed import _unknown_model_message
-
     try:
         if model_id:
             return with_deadline(lambda: llm.get_model(model_id), f"looking up model {model_id!r}")
         return with_deadline(lambda: llm.get_model(llm.get_default_model()), "looking up llm's default model")
     except llm.UnknownModelError:
         name = model_id or llm.get_default_model()
-        message = _unknown_model_message(name).replace("embedding model", "model").replace("`llm embed-models`", "`llm models`")
-        raise AnswerError(message) from None
+        raise AnswerError(unknown_model_message(name, kind="model", listing="llm models")) from None
 
 
 def parse_fragment_argument(argument: str) -> tuple[str, str]:

@@ -114,7 +114,7 @@ def get_model(model_id: str | None = None) -> llm.EmbeddingModel:
     try:
         return with_deadline(lambda: llm.get_embedding_model(model_id), f"looking up embedding model {model_id!r}")
     except llm.UnknownModelError:
-        raise EmbeddingError(_unknown_model_message(str(model_id))) from None
+        raise EmbeddingError(unknown_model_message(str(model_id))) from None
 
 
 def embed_texts(model: llm.EmbeddingModel, texts: Sequence[str]) -> list[bytes]:
@@ -182,13 +182,14 @@ def _ollama_answers(timeout: float = 1.0) -> bool:
         return False
 
 
-def _unknown_model_message(model_id: str) -> str:
+def unknown_model_message(model_id: str, kind: str = "embedding model", listing: str = "llm embed-models") -> str:
+    """Why llm does not know `model_id`: for ollama/ ids, whether any Ollama server answered at all."""
     if model_id.startswith("ollama/"):
         name = model_id.removeprefix("ollama/")
         if not _ollama_answers():
             return (
-                f"unknown embedding model {model_id!r}: no Ollama server answered at {ollama_host()} "
+                f"unknown {kind} {model_id!r}: no Ollama server answered at {ollama_host()} "
                 "(start `ollama serve`, or set OLLAMA_HOST)"
             )
-        return f"unknown embedding model {model_id!r}: the Ollama server at {ollama_host()} has no such model (`ollama pull {name}`)"
-    return f"unknown embedding model {model_id!r}; `llm embed-models` lists the installed ones"
+        return f"unknown {kind} {model_id!r}: the Ollama server at {ollama_host()} has no such model (`ollama pull {name}`)"
+    return f"unknown {kind} {model_id!r}; `{listing}` lists the installed ones"
