@@ -1,6 +1,6 @@
 """Build and query costs from 1k to 100k concepts, with same-run baselines.
 
-    python benchmarks/scale.py --sizes 1000,10000 [--work build/scale] [--questions 30]
+    python benchmarks/scale.py --sizes 1000,10000 [--work build/scale] [--questions 30] [--queries-only]
 
 For each size: generate a synthetic bundle (benchmarks/synthetic.py), build it
 without vectors, with vectors (the real default model at 1k; at 10k and more the
@@ -110,7 +110,7 @@ def query_latency(db: Path, asked: list[str]) -> dict[str, str]:
     return out
 
 
-def http_latency(db: Path, asked: list[str]) -> tuple[str, float]:
+def http_latency(db: Path, asked: list[str]) -> tuple[dict[str, str], float]:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -126,17 +126,16 @@ def http_latency(db: Path, asked: list[str]) -> tuple[str, float]:
                 time.sleep(0.2)
         base = f"http://127.0.0.1:{port}/-/context_for.json?"
         urllib.request.urlopen(base + urllib.parse.urlencode({"q": "warm up"}), timeout=120).read()
-        times = []
+        times: dict[str, list[float]] = {"new": [], "repeated": []}
         for question in asked:
-            for _ in range(2):  # the second is the warm one
+            for kind in times:  # a new question is embedded; a repeated one hits the query cache
                 started = time.perf_counter()
                 body = urllib.request.urlopen(base + urllib.parse.urlencode({"q": question}), timeout=120).read()
-                elapsed = (time.perf_counter() - started) * 1000
+                times[kind].append((time.perf_counter() - started) * 1000)
             json.loads(body)
-            times.append(elapsed)
         status = Path(f"/proc/{process.pid}/status").read_text()
         peak = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM")) / 1024
-        return percentiles(times), peak
+        return {kind: percentiles(values) for kind, values in times.items()}, peak
     finally:
         process.terminate()
         process.wait(timeout=30)
@@ -185,10 +184,23 @@ def bench(size: int, work: Path, count: int) -> list[tuple[str, str]]:
     asked = questions(timed, count)
     for name, value in query_latency(timed, asked).items():
         rows.append((name + " p50 / p95 ms", value))
+    return rows + serve_rows(timed, asked)
+
+
+def serve_rows(timed: Path, asked: list[str]) -> list[tuple[str, str]]:
     latency, peak = http_latency(timed, asked)
-    rows.append(("HTTP /-/context_for.json p50 / p95 ms", latency))
-    rows.append(("Datasette peak RSS", f"{peak:.0f} MB"))
-    return rows
+    return [(f"HTTP /-/context_for.json, {kind} question, p50 / p95 ms", value) for kind, value in latency.items()] + [
+        ("Datasette peak RSS", f"{peak:.0f} MB")]
+
+
+def query_rows(size: int, work: Path, count: int) -> list[tuple[str, str]]:
+    """Query costs only, on the file an earlier full run left (--queries-only)."""
+    timed = work / (f"timing-{size}.db" if size > 1000 else f"full-{size}.db")
+    if not timed.exists():
+        raise SystemExit(f"{timed} not found: run without --queries-only first")
+    asked = questions(timed, count)
+    rows = [(name + " p50 / p95 ms", value) for name, value in query_latency(timed, asked).items()]
+    return rows + serve_rows(timed, asked)
 
 
 def main() -> None:
@@ -196,12 +208,14 @@ def main() -> None:
     parser.add_argument("--sizes", default="1000,10000")
     parser.add_argument("--work", default="build/scale")
     parser.add_argument("--questions", type=int, default=30)
+    parser.add_argument("--queries-only", action="store_true",
+                        help="skip generating and building; time questions on the files of an earlier run")
     args = parser.parse_args()
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     print(f"machine: {machine()}\n")
     for size in [int(s) for s in args.sizes.split(",")]:
-        rows = bench(size, work, args.questions)
+        rows = query_rows(size, work, args.questions) if args.queries_only else bench(size, work, args.questions)
         print(f"### {size:,} concepts\n\n| measure | result |\n|---|---|")
         for name, value in rows:
             print(f"| {name} | {value} |")

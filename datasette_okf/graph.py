@@ -47,6 +47,8 @@ class WalkOptions:
     beam: int = 24  # hop-1 nodes expanded further, strongest first (a weak path cannot win at hop 2)
     expand_max_degree: int = 1000  # a node with more edges is reached but not expanded: its children
     # would score below 1/sqrt(1000) of its own damped score anyway
+    edge_budget: int = 1500  # edges read per hop beyond the first node: strongest nodes first, so the
+    # budget cuts the weak, high-degree ones (their score is already divided by sqrt(degree))
     intent: str = "GENERAL"
     predicate_weights: dict[str, dict[str, float]] = field(default_factory=dict)
     tie_ranks: dict[str, int] = field(default_factory=dict)
@@ -78,78 +80,77 @@ class WalkOptions:
         return weight
 
 
-_EDGES_SQL = """
-select src, dst, predicate, kind, anchor, date from edges
-where dst is not null and src != dst
-  and (src in (select value from json_each(:ids)) or dst in (select value from json_each(:ids)))
+# Every edge touching the frontier, seen from the frontier node (parent) out to the other end
+# (child), with what the walk needs to know about the child: one statement per hop.
+_STEPS_SQL = """
+select frontier.value, edges.dst, edges.predicate, edges.kind, edges.anchor, edges.date is not null,
+       child.is_index, child.trust_tier, child.superseded_by is not null or child.status = 'superseded',
+       coalesce(child.degree, 0)
+from json_each(:ids) as frontier
+join edges on edges.src = frontier.value and edges.dst != edges.src
+join concepts as child on child.id = edges.dst
+union all
+select frontier.value, edges.src, edges.predicate, edges.kind, null, edges.date is not null,
+       child.is_index, child.trust_tier, child.superseded_by is not null or child.status = 'superseded',
+       coalesce(child.degree, 0)
+from json_each(:ids) as frontier
+join edges on edges.dst = frontier.value and edges.src != edges.dst
+join concepts as child on child.id = edges.src
 """
-_NODES_SQL = """
-select id, is_index, trust_tier, superseded_by, status, coalesce(degree, 0)
-from concepts where id in (select value from json_each(:ids))
+_SEEDS_SQL = """
+select id, coalesce(degree, 0) from concepts where id in (select value from json_each(:ids))
 """
-
-
-def parent_score_best(per_seed: dict[str, float]) -> float:
-    return max(per_seed.values(), default=0.0)
 
 
 def graph_expand(conn: Any, seeds: list[str], options: WalkOptions) -> list[dict[str, Any]]:
     """Nodes reached from `seeds`, best first: {id, hop, via, predicate, anchor, score, degree}."""
-    nodes: dict[str, dict[str, Any]] = {}
-
-    def describe(ids: set[str]) -> None:
-        missing = [i for i in ids if i not in nodes]
-        for row in conn.execute(_NODES_SQL, {"ids": json.dumps(missing)}):
-            nodes[row[0]] = {
-                "is_index": bool(row[1]), "trust": row[2], "superseded": bool(row[3]) or row[4] == "superseded",
-                "degree": row[5],
-            }
-
     # strength[node][seed]: the best path score from that seed; a node's score sums over seeds
     strength: dict[str, dict[str, float]] = {seed: {seed: 1.0} for seed in seeds}
     reached: dict[str, dict[str, Any]] = {}
     visited = set(seeds)
-    describe(visited)
-    frontier = {s for s in seeds if s in nodes and nodes[s]["degree"] <= options.expand_max_degree * 5}
+    seed_degrees = dict(conn.execute(_SEEDS_SQL, {"ids": json.dumps(seeds)}).fetchall())
+    frontier = sorted(s for s in seeds if seed_degrees.get(s, 1 << 62) <= options.expand_max_degree * 5)
     for hop in range(1, options.hops + 1):
         if not frontier:
             break
-        edges = conn.execute(_EDGES_SQL, {"ids": json.dumps(sorted(frontier))}).fetchall()
-        describe({e[0] for e in edges} | {e[1] for e in edges})
+        # (parent, child) -> [(weight, predicate, kind, anchor)], and what is known of each child
         links: dict[tuple[str, str], list[tuple[float, str, str, str | None]]] = {}
-        for src, dst, predicate, kind, anchor, date in edges:
-            for parent, child in ((src, dst), (dst, src)):
-                if parent in frontier and child not in visited and child in nodes:
-                    weight = options.weight(predicate, kind, bool(date))
-                    links.setdefault((parent, child), []).append(
-                        (weight, predicate, kind, anchor if child == dst else None)
-                    )
+        children: dict[str, tuple[bool, float, int]] = {}
+        for parent, child, predicate, kind, anchor, dated, is_index, trust, superseded, degree in conn.execute(
+            _STEPS_SQL, {"ids": json.dumps(frontier)}
+        ):
+            if child in visited:
+                continue
+            links.setdefault((parent, child), []).append((options.weight(predicate, kind, bool(dated)), predicate, kind, anchor))
+            if child not in children:
+                damping = (
+                    options.hop_decay
+                    * TRUST.get(trust, 0.6)
+                    * (options.superseded_multiplier if superseded else 1.0)
+                    / max(degree, 1) ** options.degree_damping
+                )
+                children[child] = (bool(is_index), damping, degree)
         arriving: dict[str, dict[str, Any]] = {}
+        best_of = {parent: max(strength[parent].values(), default=0.0) for parent in frontier}
         for (parent, child), via_edges in links.items():
-            info = nodes[child]
-            factor = (
-                sum(w for w, *_ in via_edges)
-                * options.hop_decay
-                * TRUST.get(info["trust"], 0.6)
-                * (options.superseded_multiplier if info["superseded"] else 1.0)
-                / max(info["degree"], 1) ** options.degree_damping
-            )
-            entry = arriving.setdefault(child, {"id": child, "hop": hop, "degree": info["degree"], "best": -1.0})
+            is_index, damping, degree = children[child]
+            factor = sum(w for w, *_ in via_edges) * damping
+            entry = arriving.setdefault(child, {"id": child, "hop": hop, "degree": degree, "best": -1.0})
             per_seed = strength.setdefault(child, {})
             for seed, parent_score in strength[parent].items():
-                per_seed[seed] = max(per_seed.get(seed, 0.0), parent_score * factor)
-            if parent_score_best(strength[parent]) * factor > entry["best"]:
+                if parent_score * factor > per_seed.get(seed, 0.0):
+                    per_seed[seed] = parent_score * factor
+            if best_of[parent] * factor > entry["best"]:
                 weight, predicate, kind, anchor = max(via_edges, key=lambda e: e[0])
-                entry.update(best=parent_score_best(strength[parent]) * factor, via=parent,
-                             predicate=predicate, kind=kind, anchor=anchor)
+                entry.update(best=best_of[parent] * factor, via=parent, predicate=predicate, kind=kind, anchor=anchor)
         for child, entry in arriving.items():
             entry["score"] = sum(strength[child].values())
-            info = nodes[child]
-            if not info["is_index"] and info["degree"] < options.hub_degree:
+            if not children[child][0] and entry["degree"] < options.hub_degree:
                 reached[child] = entry
         visited |= set(arriving)
-        expandable = [c for c in arriving if nodes[c]["degree"] <= options.expand_max_degree]
-        frontier = set(sorted(expandable, key=lambda c: -arriving[c]["score"])[: options.beam])
+        if hop == options.hops:
+            break
+        frontier = _next_frontier(arriving, options)
 
     far = len(options.tie_ranks) + 10**6
     ranked = sorted(
@@ -162,3 +163,18 @@ def graph_expand(conn: Any, seeds: list[str], options: WalkOptions) -> list[dict
         {k: e.get(k) for k in ("id", "hop", "via", "predicate", "kind", "anchor", "score", "degree")}
         for e in ranked
     ]
+
+
+def _next_frontier(arriving: dict[str, dict[str, Any]], options: WalkOptions) -> list[str]:
+    """The strongest arrivals to expand: at most `beam` of them, within `edge_budget` edges."""
+    strongest = sorted(
+        (c for c in arriving if arriving[c]["degree"] <= options.expand_max_degree),
+        key=lambda c: (-arriving[c]["score"], c),
+    )[: options.beam]
+    frontier, edges = [], 0
+    for child in strongest:
+        edges += arriving[child]["degree"]
+        if frontier and edges > options.edge_budget:
+            break
+        frontier.append(child)
+    return sorted(frontier)

@@ -39,11 +39,16 @@ DEFAULT_VECTOR_THRESHOLD = 0.55
 SUPERSESSION_HOPS = 5
 
 TITLE_SQL = "select value as id, key + 1 as rank from json_each(okf_title_matches(:question))"
+# BM25 is ranked inside the full-text index first and only the best rows are joined: joining every
+# match before sorting costs twice as much on OR-ed questions (10k concepts: 9 ms -> 4.5 ms).
+# The extra 16 rows make room for index nodes, which are never seeds.
 FTS_SQL = """select id, row_number() over (order by score) as rank from (
-  select concepts.id, bm25(concepts_fts, 4.0, 4.0, 2.0, 2.0, 1.0) as score
-  from concepts_fts join concepts on concepts.rowid = concepts_fts.rowid
-  where concepts_fts match okf_fts_query(:question) and not concepts.is_index
-  order by score limit :k)"""
+  select concepts.id, best.score
+  from (select rowid, bm25(concepts_fts, 4.0, 4.0, 2.0, 2.0, 1.0) as score from concepts_fts
+        where concepts_fts match okf_fts_query(:question) order by score limit :k + 16) as best
+  join concepts on concepts.rowid = best.rowid
+  where not concepts.is_index
+  order by best.score limit :k)"""
 VECTOR_SQL = """select chunks.concept_id as id,
   row_number() over (order by min(knn.distance)) as rank,
   1 - min(knn.distance) as similarity,
@@ -56,16 +61,17 @@ group by chunks.concept_id
 order by rank limit :k"""
 # Above this many chunks, candidates come from 1-bit codes (Hamming distance, 32x less to scan) and the
 # best :candidates of them are re-ranked by exact cosine: recall@10 0.988 at 200 candidates on real
-# MiniLM vectors (benchmarks/quantized_knn.py), several times faster than the float scan at 40k+ chunks.
+# MiniLM vectors (benchmarks/quantized_knn.py). okf_hamming_candidates() scans the codes of chunk_bits
+# held in memory (hamming.py); `select rowid from chunk_bits where embedding match
+# vec_quantize_binary(okf_embed(:question)) and k = :candidates` gives the same set, ~10x slower.
 BINARY_FROM = 20_000
 VECTOR_BINARY_SQL = """select chunks.concept_id as id,
   row_number() over (order by min(knn.distance)) as rank,
   1 - min(knn.distance) as similarity,
   json_group_array(json_array(knn.rowid, knn.distance)) as chunk_distances
-from (select candidates.rowid, vec_distance_cosine(chunk_floats.embedding, okf_embed(:question)) as distance
-      from (select rowid from chunk_bits
-            where embedding match vec_quantize_binary(okf_embed(:question)) and k = :candidates) as candidates
-      join chunk_floats on chunk_floats.id = candidates.rowid
+from (select chunk_floats.id as rowid, vec_distance_cosine(chunk_floats.embedding, okf_embed(:question)) as distance
+      from json_each(okf_hamming_candidates(okf_embed(:question), :candidates)) as candidates
+      join chunk_floats on chunk_floats.id = candidates.value
       order by distance limit :vector_k) as knn
 join chunks on chunks.id = knn.rowid
 join concepts on concepts.id = chunks.concept_id and not concepts.is_index
@@ -206,9 +212,10 @@ def context_for(
         if len(seeds) >= (max_seeds if mode == "hybrid" else (5 if mode == "graph-walk" else k)):
             break
 
-    # 3-4. intent-weighted, capped walk (hybrid: 2 hops; graph-walk: 1 hop; others: none)
+    # 3-4. intent-weighted, capped walk (hybrid: 2 hops; graph-walk: 1 hop; others: none);
+    # not confident, nothing is returned: no walk
     walked: list[dict[str, Any]] = []
-    if mode in ("hybrid", "graph-walk") and seeds:
+    if mode in ("hybrid", "graph-walk") and seeds and confident:
         tick = time.perf_counter()
         tie_ranks = {row["id"]: row.get("vector_rank") or 10**6 for row in fused}
         options = WalkOptions(

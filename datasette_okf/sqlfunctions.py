@@ -14,6 +14,7 @@ import sqlite_vec
 
 from .embed import EmbeddingError, canonical_id, embed_query
 from .graph import WalkOptions, graph_expand
+from .hamming import hamming_candidates
 from .links import slug
 from .titles import TitleIndex, coverage, fts_query
 
@@ -92,7 +93,11 @@ def prepare_connection(conn: Any) -> None:
         walk.hops = int(hops)
         return json.dumps(graph_expand(conn, json.loads(seeds or "[]"), walk))
 
+    def okf_hamming_candidates(vector: bytes | None, count: int = 200) -> str:
+        return json.dumps(hamming_candidates(conn, vector, int(count)) if vector else [])
+
     conn.create_function("okf_title_matches", 1, okf_title_matches)
+    conn.create_function("okf_hamming_candidates", 2, okf_hamming_candidates)
     conn.create_function("okf_coverage", 2, lambda q, t: coverage(q or "", t or ""), deterministic=True)
     conn.create_function("okf_fts_query", 1, lambda q: fts_query(q or ""), deterministic=True)
     conn.create_function("okf_slug", 1, lambda text: slug(text or ""), deterministic=True)

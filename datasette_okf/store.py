@@ -459,7 +459,7 @@ def _fingerprint(scanned: ScannedBundle, link_mentions: bool) -> str:
 
 
 def _write_meta(db: sqlite_utils.Database, scanned: list[ScannedBundle], link_mentions: bool) -> None:
-    now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    now = datetime.now(timezone.utc).isoformat(timespec="microseconds")  # also a state stamp (hamming.py)
     existing = _meta(db).get("bundles", "{}")
     bundles = json.loads(existing)
     for s in scanned:

@@ -85,3 +85,22 @@ def test_graph_expand_as_sql(conn):
         [json.dumps(["g/a"]), json.dumps({"cap": 1})],
     ).fetchall()
     assert len(rows) == 1
+
+
+def test_the_edge_budget_expands_the_strongest_nodes_first(tmp_path):
+    """A seed next to a small note and a 60-link hub: with room for 20 edges only the small note is
+    expanded, so the hub's many neighbours are never read (a hub-heavy walk stays bounded)."""
+    files = {
+        "seed.md": T.format(extra="", body="[small](small.md) [hub](hub.md)"),
+        "small.md": T.format(extra="", body="[behind-small](behind-small.md)"),
+        "behind-small.md": T.format(extra="", body="end"),
+        "hub.md": T.format(extra="", body=" ".join(f"[n{i}](n{i}.md)" for i in range(60))),
+    }
+    files.update({f"n{i}.md": T.format(extra="", body="leaf") for i in range(60)})
+    build([write_bundle(tmp_path / "g", files)], tmp_path / "g.db", embed=False)
+    conn = sqlite_utils.Database(tmp_path / "g.db").conn
+    roomy = ids(graph_expand(conn, ["g/seed"], WalkOptions()))
+    assert ("behind-small", 2) in roomy and ("n0", 2) in roomy
+    tight = ids(graph_expand(conn, ["g/seed"], WalkOptions(edge_budget=20)))
+    assert ("behind-small", 2) in tight
+    assert not any(node.startswith("n") for node, _ in tight)

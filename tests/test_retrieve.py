@@ -157,5 +157,5 @@ def test_binary_candidates_with_float_rerank_find_the_same_notes(campaign_db):
     quantised = evaluate(campaign_db, golden, ["hybrid"], binary_from=0)["modes"]["hybrid"]
     assert abs(quantised["all"]["recall"] - exact["all"]["recall"]) <= 0.05
     result = context_for(campaign_db, "Where does the brine hag live?", binary_from=0)
-    assert "chunk_bits" in result["sql"]["seeds"] and result["confident"]
+    assert "okf_hamming_candidates" in result["sql"]["seeds"] and result["confident"]
     assert result["nodes"][0]["id"] == "campaign/monsters/brine-hag"
