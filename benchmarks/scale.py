@@ -172,6 +172,9 @@ def bench(size: int, work: Path, count: int) -> list[tuple[str, str]]:
     edited.write_text(edited.read_text() + "\n## Update\n\nA new paragraph about the harbour and its tolls.\n")
     wall, _ = run(rebuild)
     rows.append(("rebuild, one file edited", f"{wall:.2f} s"))
+    edited.write_text(edited.read_text() + "\nAnother line.\n")
+    wall, _ = run(cli + ["-o", str(plain), "--no-embed"])
+    rows.append(("same edit, file without vectors (no model loaded)", f"{wall:.2f} s"))
     rows.append(("database size", f"{full.stat().st_size / 1e6:,.0f} MB"))
     timed = full
     if hashed:

@@ -10,12 +10,13 @@ checked before a byte is read.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import posixpath
 import re
 import stat
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import astuple, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -161,6 +162,10 @@ class Bundle:
     headings: list[Heading] = field(default_factory=list)
     index: PathIndex | None = None  # how links were resolved (the converter reuses it)
     parse_cache: dict[str, Any] = field(default_factory=dict)  # per-file parse results, by path and digest
+    # concepts whose links were not resolved again (same bytes, same file set and aliases): their
+    # edges, issues and external links are the previous build's, so the store need not compare them
+    links_reused: set[str] = field(default_factory=set)
+    cache_updates: set[str] = field(default_factory=set)  # parse_cache keys whose entry changed
 
 
 def rows(records: Iterable[Any]) -> list[dict[str, Any]]:
@@ -289,9 +294,12 @@ def parse_bundle(
         documents.append(doc)
 
     aliases = {d.path: _string_list(d.frontmatter.get("aliases", d.frontmatter.get("alias"))) for d in documents}
-    index = bundle.index = PathIndex(
-        [d.path for d in documents] + scanned.other_files + unreadable, aliases
-    )
+    paths = [d.path for d in documents] + scanned.other_files + unreadable
+    index = bundle.index = PathIndex(paths, aliases)
+    # what every link resolution depends on besides the file itself
+    index_key = hashlib.sha256(
+        json.dumps([bundle.name, sorted(paths), sorted(aliases.items())], ensure_ascii=False).encode()
+    ).hexdigest()
     for doc in documents:
         if doc.name == "log.md":
             entries = _log_entries(bundle.name, doc)
@@ -311,7 +319,7 @@ def parse_bundle(
             Heading(concept.id, level, text, slug(text), line)
             for level, text, line in doc.headings
         )
-        _Linker(bundle, index, doc, concept).run()
+        _link(bundle, index, index_key, doc, concept)
 
     _derive_superseded_by(bundle)
     if link_mentions:
@@ -355,6 +363,7 @@ class _Document:
     body_line: int
     digest: str
     frontmatter_text: str = ""
+    cache_key: str = ""
     links: list[RawLink] = field(default_factory=list)
     headings: list[tuple[int, str, int]] = field(default_factory=list)
 
@@ -368,10 +377,15 @@ class _Document:
         return self.name in RESERVED
 
 
+def cache_key(source: SourceFile) -> str:
+    """Where a file's parse results are kept: its path and the digest of its bytes."""
+    return f"{PARSER_VERSION}:{source.path}:{source.digest}"
+
+
 def _read_document(bundle: Bundle, source: SourceFile, cache: dict[str, Any]) -> _Document | None:
     """Decode and parse one file. What depends only on its bytes (frontmatter, links,
     headings, issues) comes from `cache` when the same bytes were parsed before."""
-    key = f"{PARSER_VERSION}:{source.path}:{source.digest}"
+    key = cache_key(source)
     cached = cache.get(key)
     issues: list[tuple[str, str]] = []
     data = source.data or b""
@@ -404,7 +418,7 @@ def _read_document(bundle: Bundle, source: SourceFile, cache: dict[str, Any]) ->
     for severity, message in cached["issues"]:
         bundle.build_issues.append(BuildIssue(bundle.name, source.path, severity, message))
     return _Document(
-        source.path, name, cached["frontmatter"], body, body_line, source.digest, yaml_text or "",
+        source.path, name, cached["frontmatter"], body, body_line, source.digest, yaml_text or "", key,
         links=[RawLink(*link) for link in cached["links"]], headings=[tuple(h) for h in cached["headings"]],
     )
 
@@ -529,6 +543,27 @@ def log_date_problems(entries: list[LogEntry]) -> list[str]:
     if dates != sorted(dates, reverse=True):
         problems.append("log dates are not newest first")
     return problems
+
+
+_LINKED = (("edges", Edge), ("link_issues", LinkIssue), ("external_links", ExternalLink), ("build_issues", BuildIssue))
+
+
+def _link(bundle: Bundle, index: PathIndex, index_key: str, doc: _Document, concept: Concept) -> None:
+    """Resolve one document's links, or reuse the last build's records when neither the
+    document nor anything its links resolve against (file set, aliases) has changed."""
+    entry = bundle.parse_cache.get(doc.cache_key)
+    linked = entry.get("linked") if entry else None
+    if linked and linked["index"] == index_key:
+        for name, record in _LINKED:
+            getattr(bundle, name).extend(record(*values) for values in linked[name])
+        bundle.links_reused.add(concept.id)
+        return
+    marks = {name: len(getattr(bundle, name)) for name, _ in _LINKED}
+    _Linker(bundle, index, doc, concept).run()
+    if entry is not None:
+        entry["linked"] = {"index": index_key, **{
+            name: [astuple(r) for r in getattr(bundle, name)[marks[name]:]] for name, _ in _LINKED}}
+        bundle.cache_updates.add(doc.cache_key)
 
 
 class _Linker:

@@ -196,9 +196,12 @@ def find_headings(body: str, first_line: int = 1) -> list[tuple[int, str, int]]:
     return [(len(m.group(1)), m.group(2).strip(), lines.at(m.start())) for m in _HEADING.finditer(masked)]
 
 
+_NOT_WORD = re.compile(r"[\W_]+")
+
+
 def slug(text: str) -> str:
     """An anchor's comparable form: `#The Drowned Steps`, `#the-drowned-steps` and `#the_drowned_steps` agree."""
-    return re.sub(r"[\W_]+", "-", text.casefold()).strip("-")
+    return _NOT_WORD.sub("-", text.casefold()).strip("-")
 
 
 # --------------------------------------------------------------- resolving

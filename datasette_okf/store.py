@@ -22,7 +22,7 @@ from typing import Any, Iterable
 import sqlite_utils
 
 from . import __version__
-from .bundle import PARSER_VERSION, Bundle, Concept, ScannedBundle, parse_bundle, rows, scan_bundle
+from .bundle import Bundle, Concept, ScannedBundle, cache_key, parse_bundle, rows, scan_bundle
 from .chunks import embedding_text, split_into_chunks, text_hash
 from .embed import canonical_id, dimensions, embed_texts, get_model
 from .sqlfunctions import load_sqlite_vec
@@ -139,7 +139,7 @@ def build(
             for s in scanned:
                 cache = _load_parse_cache(db, s.name)
                 parsed = parse_bundle(s, progress.file, link_mentions, parse_cache=dict(cache))
-                _save_parse_cache(db, s, cache, parsed.parse_cache)
+                _save_parse_cache(db, s, cache, parsed)
                 reports.append(_write_bundle(db, parsed, prune))
                 _update_degrees(db, reports[-1].touched)
             _write_meta(db, scanned, link_mentions)
@@ -257,8 +257,9 @@ def _concept_row(concept) -> dict:
 def _write_bundle(db: sqlite_utils.Database, bundle: Bundle, prune: bool) -> BundleReport:
     report = BundleReport(bundle.name)
     stored = {
-        r["id"]: (r["content_hash"], r["superseded_by"])
-        for r in db.query("select id, content_hash, superseded_by from concepts where bundle = ?", [bundle.name])
+        concept_id: (content_hash, superseded_by)
+        for concept_id, content_hash, superseded_by in db.execute(
+            "select id, content_hash, superseded_by from concepts where bundle = ?", [bundle.name])
     }
     present = [c.id for c in bundle.concepts]
     present_json = json.dumps(present)
@@ -289,10 +290,21 @@ def _write_bundle(db: sqlite_utils.Database, bundle: Bundle, prune: bool) -> Bun
         issue["candidates"] = json.dumps(issue["candidates"], ensure_ascii=False)
     fresh = {"edges": rows(bundle.edges), "external_links": rows(bundle.external_links),
              "link_issues": issues, "headings": rows(bundle.headings)}
+    # A concept whose links were not resolved again still has last build's rows: compare the others
+    # only. Mention edges depend on every title: when there are any, all edges are compared.
+    settled = bundle.links_reused - {c.id for c in changed}
+    mentions = any(e.kind == "mention" for e in bundle.edges) or db.execute(
+        "select 1 from edges where kind = 'mention' limit 1").fetchone()
     for table, key in PER_CONCEPT:
-        touched = _sync(db, table, key, fresh[table], present_json)
+        scope = set() if table == "edges" and mentions else settled
+        if scope:
+            new_rows = [row for row in fresh[table] if row[key] not in scope]
+            touched = _sync(db, table, key, new_rows, json.dumps([i for i in present if i not in scope]))
+        else:
+            touched = _sync(db, table, key, fresh[table], present_json)
         if table == "edges":
-            report.touched = touched | (set(missing) if prune else set())
+            # an upserted concept row has lost its degree: recount it too
+            report.touched = touched | {c.id for c in changed} | (set(missing) if prune else set())
     for table in ("build_issues", "log_entries"):
         db.execute(f"delete from {table} where bundle = ?", [bundle.name])
     db["build_issues"].insert_all(rows(bundle.build_issues))
@@ -355,13 +367,15 @@ def _load_parse_cache(db: sqlite_utils.Database, bundle: str) -> dict[str, Any]:
         "select key, entry from parse_cache where bundle = ?", [bundle])}
 
 
-def _save_parse_cache(db, scanned: ScannedBundle, before: dict[str, Any], after: dict[str, Any]) -> None:
-    current = {f"{PARSER_VERSION}:{f.path}:{f.digest}" for f in scanned.files if f.data is not None}
+def _save_parse_cache(db, scanned: ScannedBundle, before: dict[str, Any], parsed: Bundle) -> None:
+    """Keep the entries of files still present; write new ones and those whose links were resolved again."""
+    after = parsed.parse_cache
+    current = {cache_key(f) for f in scanned.files if f.data is not None}
     stale = [key for key in before if key not in current]
     db.conn.executemany("delete from parse_cache where key = ?", [(key,) for key in stale])
-    db["parse_cache"].insert_all(
+    db["parse_cache"].upsert_all(
         ({"key": key, "bundle": scanned.name, "entry": json.dumps(after[key], ensure_ascii=False)}
-         for key in current - set(before) if key in after),
+         for key in sorted((current - set(before)) | (parsed.cache_updates & current)) if key in after),
         pk="key",
     )
 

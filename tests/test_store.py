@@ -161,3 +161,44 @@ def test_degrees_stay_exact_across_incremental_builds(bundle, tmp_path):
     ).fetchall()
     assert wrong == []
     assert db.execute("select degree from concepts where id = 'alpha/b'").fetchone()[0] == 1  # from c; a no longer links
+
+
+def _link_tables(path) -> dict[str, list]:
+    db = sqlite_utils.Database(path)
+    out = {}
+    for table, order in [("edges", "src, predicate, kind, dst, object_literal, line"),
+                         ("link_issues", "src, line, target"), ("external_links", "src, line, url"),
+                         ("headings", "concept_id, line"), ("build_issues", "file, message"),
+                         ("concepts", "id")]:
+        columns = [c for c in db[table].columns_dict if c not in ("id", "body", "degree")] if table != "concepts" else [
+            "id", "content_hash", "superseded_by", "degree"]
+        out[table] = db.execute(f"select {', '.join(columns)} from {table} order by {order}").fetchall()
+    return out
+
+
+@pytest.mark.parametrize("mentions", [False, True])
+def test_an_incremental_build_equals_a_build_from_scratch(tmp_path, mentions):
+    """Unchanged files reuse last build's link resolutions; after each kind of change the
+    incremental file must hold exactly what a fresh build of the same folder holds."""
+    from .conftest import VAULT
+    import shutil
+
+    vault = tmp_path / "vault"
+    shutil.copytree(VAULT, vault)
+    incremental = tmp_path / "incremental.db"
+    build([vault], incremental, embed=False, link_mentions=mentions)
+    notes = sorted(p for p in vault.rglob("*.md"))
+    changes = [
+        lambda: notes[0].write_text(notes[0].read_text() + "\nSee [[Nowhere Yet]] and [[nowhere yet#Part]].\n"),
+        lambda: (vault / "Nowhere Yet.md").write_text("# Part\n\nNow it exists.\n"),  # dead links elsewhere resolve
+        lambda: notes[1].write_text("---\naliases: [Second Name]\n---\nrenamed alias\n"),  # aliases change
+        lambda: (vault / "Nowhere Yet.md").unlink(),  # and are dead again (kept until --prune)
+        lambda: (vault / "broken.md").write_text("---\nrelations: [{object: x}]\n---\n[[Second Name]]\n"),
+        lambda: notes[2].write_text("---\ntitle: Broken\n---\nA new title others mention.\n"),
+    ]
+    for step, change in enumerate(changes):
+        change()
+        build([vault], incremental, embed=False, prune=True, link_mentions=mentions)
+        fresh = tmp_path / f"fresh-{step}.db"
+        build([vault], fresh, embed=False, link_mentions=mentions)
+        assert _link_tables(incremental) == _link_tables(fresh), f"after change {step}"
