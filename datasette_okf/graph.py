@@ -55,9 +55,24 @@ class WalkOptions:
 
     @classmethod
     def from_json(cls, text: str | None) -> "WalkOptions":
-        data = json.loads(text) if text else {}
-        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
-        return cls(**known)
+        """Options from SQL (`graph_expand(seeds, hops, options_json)`): checked, with hard caps, because
+        anyone with a SQL editor can pass them."""
+        try:
+            data = json.loads(text) if text else {}
+        except (TypeError, ValueError):
+            raise ValueError("graph_expand: options must be a JSON object") from None
+        if not isinstance(data, dict):
+            raise ValueError("graph_expand: options must be a JSON object")
+        options = cls()
+        for name, kind in (("intent", str), ("predicate_weights", dict), ("tie_ranks", dict)):
+            if data.get(name) is not None:
+                if not isinstance(data[name], kind):
+                    raise ValueError(f"graph_expand: {name} must be a JSON {'string' if kind is str else 'object'}")
+                setattr(options, name, data[name])
+        for name, (low, high) in LIMITS.items():
+            if data.get(name) is not None:
+                setattr(options, name, bounded(name, data[name], low, high))
+        return options
 
     def weight(self, predicate: str, kind: str, dated: bool) -> float:
         key = (predicate, kind, dated)
@@ -82,6 +97,36 @@ class WalkOptions:
 
 # Every edge touching the frontier, seen from the frontier node (parent) out to the other end
 # (child), with what the walk needs to know about the child: one statement per hop.
+MAX_HOPS, MAX_SEEDS = 3, 100
+# Hard caps on what SQL callers may ask of the walk: time and memory stay bounded on any graph.
+LIMITS: dict[str, tuple[float, float]] = {
+    "cap": (0, 1000), "beam": (1, 200), "edge_budget": (1, 20_000), "expand_max_degree": (0, 100_000),
+    "hub_degree": (1, 10**9), "hop_decay": (0, 1), "degree_damping": (0, 4), "superseded_multiplier": (0, 10),
+}
+
+
+def bounded(name: str, value: Any, low: float, high: float) -> Any:
+    """`value` as a number between `low` and `high`, or a ValueError naming the parameter."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"graph_expand: {name} must be a number, not {value!r}")
+    if not low <= value <= high:
+        raise ValueError(f"graph_expand: {name} must be between {low:g} and {high:g}")
+    return value
+
+
+def walk_arguments(seeds: Any, hops: Any, options: Any) -> tuple[list[str], WalkOptions]:
+    """The arguments of SQL's `graph_expand(seeds_json, hops, options_json)`, checked."""
+    walk = WalkOptions.from_json(options)
+    walk.hops = bounded("hops", hops, 0, MAX_HOPS)
+    try:
+        ids = json.loads(seeds or "[]")
+    except (TypeError, ValueError):
+        ids = None
+    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids) or len(ids) > MAX_SEEDS:
+        raise ValueError(f"graph_expand: seeds must be a JSON array of at most {MAX_SEEDS} concept ids")
+    return ids, walk
+
+
 _STEPS_SQL = """
 select frontier.value, edges.dst, edges.predicate, edges.kind, edges.anchor, edges.date is not null,
        child.is_index, child.trust_tier, child.superseded_by is not null or child.status = 'superseded',

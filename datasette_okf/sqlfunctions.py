@@ -8,12 +8,12 @@ unchanged in the others.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Callable
 
 import sqlite_vec
 
 from .embed import EmbeddingError, canonical_id, embed_query
-from .graph import WalkOptions, graph_expand
+from .graph import graph_expand, walk_arguments
 from .hamming import hamming_candidates
 from .links import slug
 from .titles import TitleIndex, coverage, fts_query
@@ -69,11 +69,23 @@ def stored_model(conn: Any) -> str | None:
 def prepare_connection(conn: Any) -> None:
     """sqlite-vec plus `okf_embed(text [, model])` -> the query vector as a float32 blob."""
     load_sqlite_vec(conn)
-    model = canonical_id(stored_model(conn))
+    # What a function derives from the file (its model, its titles) is kept until another
+    # connection commits: a rebuild under a running Datasette is seen by the next query.
+    derived: dict[str, Any] = {}
+
+    def current(key: str, load: Callable[[], Any]) -> Any:
+        version = conn.execute("pragma data_version").fetchone()[0]
+        if derived.get("data_version") != version:
+            derived.clear()
+            derived["data_version"] = version
+        if key not in derived:
+            derived[key] = load()
+        return derived[key]
 
     def okf_embed(text: str | None, requested: str | None = None) -> bytes | None:
         if text is None:
             return None
+        model = current("model", lambda: canonical_id(stored_model(conn)))
         if requested is not None and canonical_id(requested) != model:
             raise EmbeddingError(f"this database was embedded with {model!r}, not {requested!r}")
         return embed_query(model, str(text))
@@ -81,17 +93,12 @@ def prepare_connection(conn: Any) -> None:
     conn.create_function("okf_embed", 1, okf_embed)
     conn.create_function("okf_embed", 2, okf_embed)
 
-    titles: list[TitleIndex] = []  # built on first use, once per connection
-
     def okf_title_matches(text: str | None) -> str:
-        if not titles:
-            titles.append(title_index(conn))
-        return json.dumps([concept_id for concept_id, _ in titles[0].find(text or "")])
+        titles = current("titles", lambda: title_index(conn))
+        return json.dumps([concept_id for concept_id, _ in titles.find(text or "")])
 
     def sql_graph_expand(seeds: str, hops: int = 2, options: str | None = None) -> str:
-        walk = WalkOptions.from_json(options)
-        walk.hops = int(hops)
-        return json.dumps(graph_expand(conn, json.loads(seeds or "[]"), walk))
+        return json.dumps(graph_expand(conn, *walk_arguments(seeds, hops, options)))
 
     def okf_hamming_candidates(vector: bytes | None, count: int = 200) -> str:
         return json.dumps(hamming_candidates(conn, vector, int(count)) if vector else [])

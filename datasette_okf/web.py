@@ -44,6 +44,12 @@ async def okf_databases(datasette) -> list[str]:
     return names
 
 
+async def visible_databases(datasette, actor) -> list[str]:
+    """The OKF databases `actor` may view: the only names a page or an error message may show."""
+    return [name for name in await okf_databases(datasette) if await datasette.permission_allowed(
+        actor, "view-database", resource=name, default=True)]
+
+
 def settings(datasette) -> dict[str, Any]:
     """Plugin configuration (metadata.yml `plugins: datasette-okf:`) over the built-in defaults."""
     config = datasette.plugin_config(PLUGIN) or {}
@@ -62,8 +68,7 @@ async def parse(datasette, request) -> dict[str, Any]:
     databases = await okf_databases(datasette)
     name = args.get("db")
     if not name:
-        visible = [d for d in databases if await datasette.permission_allowed(
-            request.actor, "view-database", resource=d, default=True)]
+        visible = await visible_databases(datasette, request.actor)
         if len(visible) != 1:
             raise BadRequest("db", f"db is required when {len(visible)} OKF databases are visible: {', '.join(visible)}")
         name = visible[0]
@@ -118,7 +123,7 @@ async def context_for_json(datasette, request):
 
 async def context_for_page(datasette, request):
     context: dict[str, Any] = {"question": request.args.get("q") or "", "result": None, "error": None,
-                               "modes": MODES, "databases": await okf_databases(datasette)}
+                               "modes": MODES, "databases": await visible_databases(datasette, request.actor)}
     status = 200
     if request.args.get("q") is not None:
         try:

@@ -29,6 +29,7 @@ def write_bundle(root: Path, files: dict[str, str | bytes]) -> Path:
     return root
 
 
+import contextlib
 import hashlib
 import math
 import socket
@@ -104,29 +105,36 @@ def campaign_mentions_db(tmp_path_factory):
     return path
 
 
-@pytest.fixture
-def datasette_server(campaign_db):
-    """`datasette serve` of the example database (with metadata.yml) on a free 127.0.0.1 port; yields its URL."""
+@contextlib.contextmanager
+def running_datasette(*args: str):
+    """`datasette serve ARGS` on a free 127.0.0.1 port; yields its URL, stops it afterwards."""
     import subprocess
     import sys
     import time
 
     port = closed_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "datasette", "serve", str(campaign_db), "--metadata", str(ROOT / "metadata.yml"),
-         "--host", "127.0.0.1", "--port", str(port)],
+        [sys.executable, "-m", "datasette", "serve", *args, "--host", "127.0.0.1", "--port", str(port)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            time.sleep(0.2)
-    else:
-        process.kill()
-        pytest.fail("datasette did not start within 60 s")
-    yield f"http://127.0.0.1:{port}/"
-    process.terminate()
-    process.wait(timeout=10)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.2)
+        else:
+            pytest.fail("datasette did not start within 60 s")
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+@pytest.fixture
+def datasette_server(campaign_db):
+    """`datasette serve` of the example database (with metadata.yml) on a free 127.0.0.1 port; yields its URL."""
+    with running_datasette(str(campaign_db), "--metadata", str(ROOT / "metadata.yml")) as url:
+        yield url

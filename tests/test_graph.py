@@ -104,3 +104,47 @@ def test_the_edge_budget_expands_the_strongest_nodes_first(tmp_path):
     tight = ids(graph_expand(conn, ["g/seed"], WalkOptions(edge_budget=20)))
     assert ("behind-small", 2) in tight
     assert not any(node.startswith("n") for node, _ in tight)
+
+
+@pytest.mark.parametrize("seeds, hops, options, message", [
+    ("not json", 1, "{}", "seeds must be a JSON array"),
+    ('{"a": 1}', 1, "{}", "seeds must be a JSON array"),
+    ('[1, 2]', 1, "{}", "seeds must be a JSON array"),
+    (json.dumps([f"g/{i}" for i in range(101)]), 1, "{}", "at most 100"),
+    ('["g/a"]', 99, "{}", "hops must be between 0 and 3"),
+    ('["g/a"]', "two", "{}", "hops must be a number"),
+    ('["g/a"]', 1, "[1, 2]", "options must be a JSON object"),
+    ('["g/a"]', 1, "{not json", "options must be a JSON object"),
+    ('["g/a"]', 1, '{"beam": 1e9}', "beam must be between"),
+    ('["g/a"]', 1, '{"edge_budget": -5}', "edge_budget must be between"),
+    ('["g/a"]', 1, '{"cap": "all"}', "cap must be a number"),
+    ('["g/a"]', 1, '{"intent": 7}', "intent must be a JSON string"),
+])
+def test_graph_expand_rejects_bad_arguments_with_a_message(conn, seeds, hops, options, message):
+    """Anyone with the SQL editor can call graph_expand: bad input is an error naming the problem,
+    and the hard caps keep any walk bounded."""
+    from datasette_okf.graph import walk_arguments
+    from datasette_okf.sqlfunctions import prepare_connection
+
+    with pytest.raises(ValueError, match=message):
+        walk_arguments(seeds, hops, options)
+    prepare_connection(conn)
+    with pytest.raises(Exception, match="user-defined function raised exception"):
+        conn.execute("select graph_expand(?, ?, ?)", [seeds, hops, options]).fetchall()
+
+
+def test_graph_expand_errors_are_400_in_datasette(tmp_path, conn):
+    import asyncio
+
+    from datasette.app import Datasette
+
+    db_path = conn.execute("pragma database_list").fetchone()[2]
+    ds = Datasette([db_path])
+
+    async def sql(query):
+        return await ds.client.get("/g.json", params={"sql": query})
+
+    bad = asyncio.run(sql("select graph_expand('not json')"))
+    assert bad.status_code == 400
+    good = asyncio.run(sql("""select json_array_length(graph_expand('["g/a"]', 2, '{"cap": 3}')) as n"""))
+    assert good.status_code == 200 and good.json()["rows"][0][0] == 3

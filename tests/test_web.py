@@ -129,3 +129,45 @@ def test_plugin_configuration_sets_the_defaults(campaign_db):
     data = fetch(ds, f"/-/context_for.json?q={QUESTION}").json()
     assert data["mode"] == "keyword" and estimate_tokens(data["context"]) <= 400
     assert fetch(ds, f"/-/context_for.json?q={QUESTION}&mode=hybrid").json()["mode"] == "hybrid"
+
+
+HOSTILE_QUESTIONS = [
+    'NEAR(tinker guild, 2) OR * ^"unbalanced',  # FTS5 syntax
+    "'; drop table concepts; --",  # SQL injection
+    '" OR 1=1 --',
+    "concepts_fts MATCH '*'",
+    "🐉" * 500 + "\u202e\u200b\u0301" * 300,  # emoji, right-to-left override, zero-width, combining marks
+    "tinker\x00guild",
+    "a " * 999,  # the longest question allowed, all one-letter words
+    "Ω" * 2000,
+]
+
+
+@pytest.mark.parametrize("question", HOSTILE_QUESTIONS)
+def test_hostile_questions_get_answers_not_errors(ds, campaign_db, question):
+    from urllib.parse import urlencode
+
+    response = fetch(ds, "/-/context_for.json?" + urlencode({"q": question}))
+    assert response.status_code == 200, response.text[:300]
+    assert set(response.json()) >= {"confident", "nodes", "context"}
+    conn = __import__("sqlite3").connect(campaign_db)
+    assert conn.execute("select count(*) from concepts").fetchone()[0] == 47  # nothing dropped
+
+
+@pytest.mark.parametrize("query", ["k=101", "k=-1", "k=1e3", "max_seeds=51", "hops=-1", "budget=99999999",
+                                  "budget=1.5", "k=%00", "mode=hybrid%27%3B"])
+def test_out_of_range_parameters_are_400(ds, query):
+    response = fetch(ds, f"/-/context_for.json?q=tinker&{query}")
+    assert response.status_code == 400 and response.json()["ok"] is False
+
+
+def test_the_page_does_not_list_private_databases(campaign_db, tmp_path):
+    secret = tmp_path / "secret_plans.db"
+    shutil.copyfile(campaign_db, secret)
+    ds = Datasette([str(campaign_db), str(secret)],
+                   metadata={"databases": {"secret_plans": {"allow": {"id": "gm"}}}})
+    assert "secret_plans" not in fetch(ds, "/-/context_for").text
+    assert "secret_plans" in fetch(ds, "/-/context_for", actor={"id": "gm"}).text
+    # with one visible database the question needs no db=, and never reaches the private one
+    assert fetch(ds, f"/-/context_for.json?q={QUESTION}").json()["seeds"]
+    assert fetch(ds, f"/-/context_for.json?q={QUESTION}&db=secret_plans").status_code == 403
