@@ -9,12 +9,14 @@ checked before a byte is read.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
 import posixpath
 import re
 import stat
+import unicodedata
 from collections import Counter
 from dataclasses import astuple, dataclass, field
 from pathlib import Path
@@ -206,7 +208,15 @@ def scan_bundle(root: Path | str, max_bytes: int = MAX_FILE_BYTES) -> ScannedBun
             rel = posixpath.join(rel_folder, filename)
             full = Path(folder) / filename
             if full.is_symlink():
-                target = full.resolve()
+                try:
+                    target = full.resolve(strict=True)
+                except RuntimeError:  # Python < 3.13 reports a loop this way
+                    issue(rel, "symlink loop; not read")
+                    continue
+                except OSError as error:
+                    issue(rel, "symlink loop; not read" if error.errno == errno.ELOOP else
+                          f"cannot read: {error.strerror} (dangling symlink?)")
+                    continue
                 if not target.is_relative_to(real_root):
                     issue(rel, f"symlink points outside the bundle ({os.readlink(full)}); not read")
                     continue
@@ -266,7 +276,12 @@ def parse_bundle(
     bundle.parse_cache = parse_cache if parse_cache is not None else {}
     bundle.build_issues.extend(scanned.issues)
     documents: list[_Document] = []
-    seen_ids: dict[str, str] = {}
+    # macOS and Windows see `Ann.md` and `ann.md`, or `Café.md` composed (NFC) and decomposed
+    # (NFD), as one file: two of them would be one concept there, so only one is kept. A reserved
+    # file (index.md, log.md: OKF §3.1) wins over a look-alike; otherwise the first in path order.
+    seen_ids: dict[str, str] = {
+        _id_key(f.path): f.path for f in scanned.files if posixpath.basename(f.path) in RESERVED
+    }
     unreadable: list[str] = []
     for source in scanned.files:
         if on_file:
@@ -278,15 +293,12 @@ def parse_bundle(
         if doc is None:
             unreadable.append(source.path)
             continue
-        key = doc.path[:-3].casefold()
-        if key in seen_ids and not doc.reserved:
+        key = _id_key(doc.path)
+        if seen_ids.get(key, doc.path) != doc.path:
+            same_case = seen_ids[key].casefold() == doc.path.casefold()
+            why = "on a case-insensitive file system" if same_case else "once names are compared after Unicode normalisation (NFC)"
             bundle.build_issues.append(
-                BuildIssue(
-                    bundle.name,
-                    doc.path,
-                    "error",
-                    f"same concept id as {seen_ids[key]} on a case-insensitive file system; skipped",
-                )
+                BuildIssue(bundle.name, doc.path, "error", f"same concept id as {seen_ids[key]} {why}; skipped")
             )
             unreadable.append(doc.path)
             continue
@@ -375,6 +387,11 @@ class _Document:
     @property
     def reserved(self) -> bool:
         return self.name in RESERVED
+
+
+def _id_key(path: str) -> str:
+    """A path as a case-insensitive, normalisation-insensitive file system compares it."""
+    return unicodedata.normalize("NFC", path).casefold()
 
 
 def cache_key(source: SourceFile) -> str:

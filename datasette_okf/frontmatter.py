@@ -69,6 +69,7 @@ OKFLoader.add_constructor(
 )
 
 MAX_NODES = 50_000
+MAX_CHARACTERS = 256 * 1024  # a frontmatter block longer than this is not metadata (OKF §4)
 
 _FENCE = re.compile(r"\A---[ \t]*\r?\n")
 _CLOSE = re.compile(r"^(?:---|\.\.\.)[ \t]*\r?$", re.M)
@@ -98,6 +99,10 @@ def split_frontmatter(text: str) -> tuple[str | None, str, int]:
 
 def parse_frontmatter(yaml_text: str) -> dict[str, Any]:
     """Parse a frontmatter block into a JSON-safe dict, or raise FrontmatterError."""
+    if len(yaml_text) > MAX_CHARACTERS:
+        raise FrontmatterError(
+            f"frontmatter is {len(yaml_text):,} characters, over the {MAX_CHARACTERS:,}-character limit"
+        )
     try:
         data = yaml.load(yaml_text, Loader=OKFLoader)
     except yaml.YAMLError as error:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import glob
 import json
 import os
 import time
@@ -132,6 +133,8 @@ def build(
     for s in scanned:
         if not s.root.is_dir():
             raise BuildError(f"{s.root} is not a folder")
+        if not s.files:
+            raise BuildError(f"{s.root} has no markdown (.md) files: nothing to build (a typo in the path?)")
     progress.files(sum(len(s.files) for s in scanned))
 
     previous = _previous_state(output)
@@ -152,6 +155,7 @@ def build(
     # rolls it back on any failure, Ctrl-C or crash, so the previous database survives
     # whole. Anything else is built in a temporary file swapped in only on success.
     in_place = bool(previous)
+    _remove_abandoned_temporary_files(output)
     target = output if in_place else output.with_name(f".{output.name}.{os.getpid()}.tmp")
     db = None
     try:
@@ -183,6 +187,27 @@ def build(
     report = BuildReport(output, reports, embedded)
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _remove_abandoned_temporary_files(output: Path) -> None:
+    """A build killed with SIGKILL cannot delete its temporary file; the next build does, once the
+    process named in the file name is gone."""
+    for leftover in output.parent.glob(f".{glob.escape(output.name)}.*.tmp"):
+        pid = leftover.name[len(output.name) + 2 : -len(".tmp")]
+        if pid.isdigit() and not _process_alive(int(pid)):
+            leftover.unlink(missing_ok=True)
+            for suffix in ("-journal", "-wal", "-shm"):
+                leftover.with_name(leftover.name + suffix).unlink(missing_ok=True)
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True
 
 
 def connect(path: Path | str) -> sqlite_utils.Database:

@@ -53,7 +53,7 @@ def test_refused_prune_is_a_clean_error(tmp_path):
     bundle = write_bundle(tmp_path / "kb", {"a.md": "---\ntype: T\n---\na\n"})
     out = tmp_path / "kb.db"
     run(str(bundle), "-o", str(out))
-    (bundle / "a.md").unlink()
+    (bundle / "a.md").write_bytes(b"\x00binary now")  # present, but nothing parses
     result = CliRunner().invoke(cli, ["okf", "build", "--no-embed", str(bundle), "-o", str(out), "--prune"])
     assert result.exit_code == 1
     assert "refusing to prune 'kb'" in result.output

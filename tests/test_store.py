@@ -96,8 +96,13 @@ def test_prune_is_refused_when_a_bundle_parses_to_nothing(bundle, tmp_path):
     build([bundle], db_path, embed=False)
     before = db_path.read_bytes()
     for f in bundle.glob("*.md"):
-        f.unlink()
+        f.write_bytes(b"\x00\x01 not markdown any more")  # every file present, none parses
     with pytest.raises(BuildError, match="refusing to prune"):
+        build([bundle], db_path, embed=False, prune=True)
+    assert db_path.read_bytes() == before
+    for f in bundle.glob("*.md"):
+        f.unlink()  # an emptied folder is refused before anything is read
+    with pytest.raises(BuildError, match="no markdown"):
         build([bundle], db_path, embed=False, prune=True)
     assert db_path.read_bytes() == before
 
@@ -202,3 +207,113 @@ def test_an_incremental_build_equals_a_build_from_scratch(tmp_path, mentions):
         fresh = tmp_path / f"fresh-{step}.db"
         build([vault], fresh, embed=False, link_mentions=mentions)
         assert _link_tables(incremental) == _link_tables(fresh), f"after change {step}"
+
+
+def _many_notes(root, marker: str, count: int = 1500):
+    return write_bundle(root, {
+        f"notes/n{i:04}.md": f"---\ntype: Note\ntitle: Note {i} {marker}\n---\n# Note {i}\n\n"
+                             f"{marker} text, linking [next](n{(i + 1) % count:04}.md) and [[n{(i * 7) % count:04}]].\n"
+        for i in range(count)
+    })
+
+
+def test_sigkill_at_random_points_never_costs_the_previous_database(tmp_path):
+    """Kill `datasette okf build` with SIGKILL at spread-out moments of a rebuild that rewrites
+    every note: each time the file opens, passes integrity_check, answers, and holds either the
+    whole old state or the whole new one (one transaction, rolled back from SQLite's journal)."""
+    import random
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from datasette_okf.retrieve import context_for
+
+    bundle = _many_notes(tmp_path / "kb", "OLD")
+    db_path = tmp_path / "kb.db"
+    build([bundle], db_path, embed=False)
+    _many_notes(bundle, "NEW")
+    command = [sys.executable, "-m", "datasette", "okf", "build", str(bundle), "-o", str(db_path), "--no-embed"]
+    started = time.monotonic()
+    probe = subprocess.run(command + ["-o", str(tmp_path / "probe.db")], capture_output=True)
+    assert probe.returncode == 0
+    duration = time.monotonic() - started
+    rng = random.Random(9)
+    states = set()
+    for attempt in range(6):
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(0.2, 1.0) * duration)
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        db = sqlite_utils.Database(db_path)
+        assert db.execute("pragma integrity_check").fetchone()[0] == "ok"
+        markers = db.execute(
+            "select sum(title like '% OLD'), sum(title like '% NEW') from concepts").fetchone()
+        assert markers in ((1500, 0), (0, 1500)), f"attempt {attempt}: a mixed state {markers}"
+        states.add("new" if markers[1] else "old")
+        db.conn.close()
+        answer = context_for(db_path, "Note 42", mode="keyword")
+        assert answer["confident"] and answer["nodes"]
+        if markers[1]:
+            break
+    assert "old" in states  # at least one kill landed inside the write
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_a_running_datasette_keeps_answering_through_a_rebuild_and_then_sees_it(tmp_path):
+    import json
+    import subprocess
+    import sys
+    import threading
+    import urllib.parse
+    import urllib.request
+
+    from .conftest import running_datasette
+
+    bundle = _many_notes(tmp_path / "kb", "OLD", count=800)
+    db_path = tmp_path / "kb.db"
+    build([bundle], db_path, embed=False)
+    with running_datasette(str(db_path)) as url:
+        def ask(question: str) -> dict:
+            query = urllib.parse.urlencode({"q": question})
+            with urllib.request.urlopen(f"{url}-/context_for.json?{query}", timeout=30) as response:
+                return json.loads(response.read())
+
+        assert ask("Note 7")["confident"]
+        statuses: list = []
+        stop = threading.Event()
+
+        def hammer():
+            while not stop.is_set():
+                try:
+                    ask("Note 7")
+                    statuses.append(200)
+                except Exception as error:  # noqa: BLE001 - any failure is the finding
+                    statuses.append(repr(error))
+
+        workers = [threading.Thread(target=hammer) for _ in range(4)]
+        for worker in workers:
+            worker.start()
+        _many_notes(bundle, "NEW", count=800)
+        (bundle / "notes" / "zanzibar.md").write_text("---\ntype: Place\ntitle: Zanzibar Quay\n---\nA new quay.\n")
+        subprocess.run([sys.executable, "-m", "datasette", "okf", "build", str(bundle), "-o", str(db_path),
+                        "--no-embed"], check=True, capture_output=True)
+        stop.set()
+        for worker in workers:
+            worker.join()
+        assert statuses and all(s == 200 for s in statuses), [s for s in statuses if s != 200][:3]
+        after = ask("Where is Zanzibar Quay?")  # a title added by the rebuild: matched at once
+        assert after["nodes"][0]["id"] == "kb/notes/zanzibar"
+        assert "title" in after["nodes"][0]["via"]
+
+
+def test_temporary_files_of_killed_builds_are_removed_by_the_next_build(bundle, tmp_path):
+    import os
+
+    dead = tmp_path / ".out.db.999999999.tmp"  # no such process: a build killed with SIGKILL
+    dead.write_bytes(b"half a database")
+    (tmp_path / ".out.db.999999999.tmp-journal").write_bytes(b"x")
+    running = tmp_path / f".out.db.{os.getppid()}.tmp"  # a build still running (a live pid): left alone
+    running.write_bytes(b"in progress")
+    build([bundle], tmp_path / "out.db", embed=False)
+    assert sorted(p.name for p in tmp_path.iterdir() if ".tmp" in p.name) == [running.name]
