@@ -123,7 +123,12 @@ def embed_texts(model: llm.EmbeddingModel, texts: Sequence[str]) -> list[bytes]:
 
     if isinstance(model, OKFMiniLM):
         return [row.tobytes() for row in minilm().encode(texts)]
-    vectors = with_deadline(lambda: list(model.embed_batch(texts)), f"embedding with {model.model_id!r}")
+    try:
+        vectors = with_deadline(lambda: list(model.embed_batch(texts)), f"embedding with {model.model_id!r}")
+    except EmbeddingError:
+        raise
+    except Exception as error:  # a plugin's own failure: connection refused, bad response, ...
+        raise EmbeddingError(f"embedding with {model.model_id!r} failed: {error}") from error
     return [np.asarray(v, dtype=np.float32).tobytes() for v in vectors]
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import sqlite_utils
 
-from .embed import canonical_id
+from .embed import EmbeddingError, canonical_id, embed_query
 from .graph import WalkOptions
 from .render import (
     chunk_block,
@@ -69,7 +69,7 @@ VECTOR_BINARY_SQL = """select chunks.concept_id as id,
   row_number() over (order by min(knn.distance)) as rank,
   1 - min(knn.distance) as similarity,
   json_group_array(json_array(knn.rowid, knn.distance)) as chunk_distances
-from (select chunk_floats.id as rowid, vec_distance_cosine(chunk_floats.embedding, okf_embed(:question)) as distance
+from (select chunk_floats.id as rowid, vec_distance_cosine(chunk_floats.embedding, (select okf_embed(:question))) as distance
       from json_each(okf_hamming_candidates(okf_embed(:question), :candidates)) as candidates
       join chunk_floats on chunk_floats.id = candidates.value
       order by distance limit :vector_k) as knn
@@ -167,7 +167,13 @@ def context_for(
     check_format(conn)
     model = canonical_id(stored_model(conn))
     has_vectors = _has_table(conn, "chunk_vectors")
-    lists = [name for name in MODE_LISTS[mode] if name != "vector" or has_vectors]
+    vectors = "used" if has_vectors else "none in this database"
+    if has_vectors and "vector" in MODE_LISTS[mode]:
+        try:  # embedded here (and cached) so that a failing model degrades the answer, not the request
+            embed_query(model, question)
+        except EmbeddingError as error:
+            has_vectors, vectors = False, f"unavailable: {error}"
+    lists = [name for name in MODE_LISTS[mode] if name != "vector" or has_vectors] or ["title", "fts"]
     binary = has_vectors and _chunk_count(conn) >= binary_from
     params = {"question": question, "k": k if mode in ("vector", "keyword") else max(k, 20), "vector_k": vector_k,
               "candidates": max(200, 4 * vector_k)}
@@ -268,6 +274,7 @@ def context_for(
     return {
         "question": question,
         "mode": mode,
+        "vectors": vectors,
         "intent": intent,
         "confident": confident,
         "reason": reason,

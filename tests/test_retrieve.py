@@ -22,7 +22,7 @@ def ids(result):
 def test_json_contract(campaign_db):
     result = context_for(campaign_db, "Who leads the harbour council?")
     assert set(result) == {"question", "mode", "intent", "confident", "reason", "seeds", "nodes", "facts",
-                           "context", "sql", "timings_ms"}
+                           "context", "sql", "timings_ms", "vectors"}
     assert set(result["seeds"][0]) >= {"id", "path", "title", "ranks", "rrf"}
     assert set(result["seeds"][0]["ranks"]) == {"title", "fts", "vector"}
     assert set(result["nodes"][0]) == {"id", "bundle", "path", "title", "score", "via", "trust", "stale", "superseded_by"}
@@ -159,3 +159,50 @@ def test_binary_candidates_with_float_rerank_find_the_same_notes(campaign_db):
     result = context_for(campaign_db, "Where does the brine hag live?", binary_from=0)
     assert "okf_hamming_candidates" in result["sql"]["seeds"] and result["confident"]
     assert result["nodes"][0]["id"] == "campaign/monsters/brine-hag"
+
+
+@pytest.mark.parametrize("failure", ["raises", "hangs"])
+def test_a_failing_embedding_model_degrades_to_title_and_keyword_seeds(tmp_path, test_models, monkeypatch, failure):
+    """The model a database was built with is down or hanging: the question is still answered from
+    titles and BM25 within the deadline, the JSON says vectors were unavailable, nothing is written."""
+    import threading
+    import time
+
+    from datasette_okf.store import build
+
+    from .conftest import EXAMPLES
+
+    db = tmp_path / "campaign.db"
+    build([EXAMPLES], db, model="okf-test-hash-8")
+    before = db.read_bytes()
+    model = test_models["okf-test-hash-8"]
+    never = threading.Event()
+
+    def broken(items):
+        if failure == "hangs":
+            never.wait(60)
+        raise ConnectionError("connection refused by the embedding server")
+
+    monkeypatch.setattr(model, "embed_batch", broken)
+    monkeypatch.setenv("OKF_MODEL_DEADLINE", "1")
+    started = time.monotonic()
+    result = context_for(db, "Who is Teodor Vask, the tinker?")
+    assert time.monotonic() - started < 5
+    assert result["vectors"].startswith("unavailable:")
+    assert ("no answer within 1" in result["vectors"]) if failure == "hangs" else ("refused" in result["vectors"])
+    assert result["confident"] and result["nodes"][0]["id"] == "campaign/people/teodor-vask"
+    assert "vector" not in result["sql"]["seeds"].split("lists as")[0]
+    never.set()
+    assert db.read_bytes() == before
+
+
+def test_vectors_are_reported_as_used_or_absent(campaign_db, tmp_path):
+    from datasette_okf.store import build
+
+    from .conftest import EXAMPLES
+
+    assert context_for(campaign_db, "Who is the tinker?")["vectors"] == "used"
+    plain = tmp_path / "plain.db"
+    build([EXAMPLES], plain, embed=False)
+    result = context_for(plain, "Who is Teodor Vask?", mode="vector")
+    assert result["vectors"] == "none in this database" and result["confident"]
