@@ -7,6 +7,7 @@ kept apart from the hooks so each piece can be tested without llm's CLI.
 from __future__ import annotations
 
 import json
+import os
 import re
 import sqlite3
 import urllib.error
@@ -57,16 +58,24 @@ def local_context(db: str | Path, question: str, **options: Any) -> dict[str, An
         raise AnswerError(str(error)) from None
 
 
+TOKEN_VARIABLE = "OKF_DATASETTE_TOKEN"  # an environment variable, not an option: kept out of shell history
+
+
 def remote_context(url: str, question: str, db: str | None = None, **options: Any) -> dict[str, Any]:
-    """The same JSON from a Datasette's /-/context_for.json; `url` is the instance (or any page on it)."""
+    """The same JSON from a Datasette's /-/context_for.json; `url` is the instance (or any page on it).
+    A private database needs $OKF_DATASETTE_TOKEN, sent as a bearer token."""
     parts = urllib.parse.urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise AnswerError(f"--url must be an http(s) URL of a Datasette instance, not {url!r}")
     query = {"q": question, **({"db": db} if db else {}),
              **{k: v for k, v in options.items() if k in ("mode", "k", "budget", "hops", "max_seeds")}}
     endpoint = f"{parts.scheme}://{parts.netloc}/-/context_for.json?{urllib.parse.urlencode(query)}"
+    request = urllib.request.Request(endpoint)
+    token = os.environ.get(TOKEN_VARIABLE)
+    if token:  # for an auth plugin (datasette-auth-tokens and the like) that maps it to an actor
+        request.add_header("Authorization", f"Bearer {token}")
     try:
-        with urllib.request.urlopen(endpoint, timeout=REMOTE_TIMEOUT) as response:
+        with urllib.request.urlopen(request, timeout=REMOTE_TIMEOUT) as response:
             return json.loads(response.read())
     except urllib.error.HTTPError as error:
         try:

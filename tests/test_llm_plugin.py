@@ -169,3 +169,37 @@ def test_remote_url_uses_the_json_api(campaign_db, datasette_server, scripted):
     assert "Cited notes:\n  - Teodor Vask" in asked.output
     bad = run("okf", QUESTION, "--url", datasette_server, "-d", "nope", "-m", "echo")
     assert "answered 400: unknown OKF database 'nope'" in bad.output
+
+
+AUTH_PLUGIN = '''
+from datasette import hookimpl
+
+@hookimpl
+def actor_from_request(datasette, request):
+    if request.headers.get("authorization") == "Bearer s3cret-gm-token":
+        return {"id": "gm"}
+'''
+
+
+def test_a_private_database_needs_the_right_actor_through_url(campaign_db, tmp_path, monkeypatch):
+    """--url against a database only the GM may see: refused without a token, answered with one."""
+    import yaml
+
+    from .conftest import running_datasette
+
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    (plugins / "bearer.py").write_text(AUTH_PLUGIN)
+    metadata = tmp_path / "metadata.yml"
+    metadata.write_text(yaml.safe_dump({"databases": {"campaign": {"allow": {"id": "gm"}}}}))
+    with running_datasette(str(campaign_db), "--metadata", str(metadata), "--plugins-dir", str(plugins)) as url:
+        monkeypatch.delenv("OKF_DATASETTE_TOKEN", raising=False)
+        refused = run("okf", "context", QUESTION, "--url", url, "-d", "campaign")
+        assert refused.exit_code == 1 and "answered 403: forbidden" in refused.output
+        assert "Teodor" not in refused.output
+        monkeypatch.setenv("OKF_DATASETTE_TOKEN", "wrong")
+        assert "answered 403" in run("okf", "context", QUESTION, "--url", url, "-d", "campaign").output
+        monkeypatch.setenv("OKF_DATASETTE_TOKEN", "s3cret-gm-token")
+        allowed = run("okf", "context", QUESTION, "--url", url, "-d", "campaign")
+        assert allowed.exit_code == 0
+        assert allowed.output.strip() == context_for(campaign_db, QUESTION)["context"].strip()
