@@ -157,9 +157,23 @@ def build(
     in_place = bool(previous)
     _remove_abandoned_temporary_files(output)
     target = output if in_place else output.with_name(f".{output.name}.{os.getpid()}.tmp")
+    if not in_place and Path(f"{output}-wal").exists():
+        raise BuildError(
+            f"{output} is open in write-ahead-log mode by another process (a running Datasette?); "
+            "replacing it under that process would corrupt it. Stop it, then build again."
+        )
     db = None
     try:
         db = connect(target)
+        # A file updated in place may be open in a running Datasette. In write-ahead-log mode
+        # (set on every file this tool writes, after its first successful build) readers keep
+        # reading the last committed state for the whole build. With a rollback journal the
+        # writer's spilled cache locked them out for the rest of a build (minutes, for a
+        # re-embed) and read-only readers, as Datasette opens files, could fail at commit on a
+        # journal they took for a hot one; the cache is kept in memory for those files.
+        was_wal = db.execute("pragma journal_mode").fetchone()[0] == "wal"
+        if not was_wal:
+            db.execute("pragma cache_spill = off")
         with db.conn:
             ensure_schema(db)
             reports = []
@@ -175,6 +189,10 @@ def build(
                 embedded = _embed_missing(db, embedding_model, target_model, progress)
         for r in reports:
             _fill_report(db, r)
+        if was_wal:  # everything into the main file, so that it can be copied on its own
+            db.execute("pragma wal_checkpoint(truncate)")
+        else:  # only after success: a failed build leaves the file byte for byte as it was
+            db.execute("pragma journal_mode = wal")
         db.conn.close()
         if not in_place:
             os.replace(target, output)
@@ -183,6 +201,8 @@ def build(
             db.conn.close()
         if not in_place:
             target.unlink(missing_ok=True)
+            for suffix in ("-wal", "-shm", "-journal"):
+                Path(f"{target}{suffix}").unlink(missing_ok=True)
         raise
     report = BuildReport(output, reports, embedded)
     report.seconds = time.perf_counter() - started

@@ -317,3 +317,86 @@ def test_temporary_files_of_killed_builds_are_removed_by_the_next_build(bundle, 
     running.write_bytes(b"in progress")
     build([bundle], tmp_path / "out.db", embed=False)
     assert sorted(p.name for p in tmp_path.iterdir() if ".tmp" in p.name) == [running.name]
+
+
+def test_readers_are_not_locked_out_while_a_long_rebuild_embeds(tmp_path, test_models, monkeypatch):
+    """A rebuild that re-embeds a real vault takes minutes inside one transaction. With SQLite's
+    rollback journal, once the writer spilled its page cache to the file it held an exclusive
+    lock until commit and every reader (Datasette) failed with "database is locked" after its
+    busy timeout. In-place builds keep their changes in memory until commit instead."""
+    import sqlite3
+    import threading
+    import time
+
+    bundle = _many_notes(tmp_path / "kb", "OLD", count=3000)
+    db_path = tmp_path / "kb.db"
+    build([bundle], db_path, model="okf-test-hash-8")
+    _many_notes(bundle, "NEW", count=3000)
+    model = test_models["okf-test-hash-16"]
+    embed = model.embed_batch
+
+    def slowly(items):
+        time.sleep(0.03)  # a real model on 2 cores: about 3 s per 100 chunks
+        return embed(items)
+
+    monkeypatch.setattr(model, "embed_batch", slowly)
+    errors: list[str] = []
+    reads = [0]
+    done = threading.Event()
+
+    def reader():
+        conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=2, check_same_thread=False)
+        while not done.is_set():
+            try:
+                conn.execute("select count(*) from concepts where title like '%OLD'").fetchone()
+                reads[0] += 1
+            except sqlite3.OperationalError as error:
+                errors.append(str(error))
+            time.sleep(0.02)
+        conn.close()
+
+    threads = [threading.Thread(target=reader) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    started = time.monotonic()
+    build([bundle], db_path, model="okf-test-hash-16")  # a new model: every chunk embedded again
+    took = time.monotonic() - started
+    done.set()
+    for thread in threads:
+        thread.join()
+    assert took > 4  # long enough for a locked-out reader to have given up (timeout 2 s)
+    assert errors == [] and reads[0] > 50
+    conn = sqlite3.connect(db_path)
+    assert conn.execute("select count(*) from concepts where title like '%NEW'").fetchone()[0] == 3000
+
+
+def test_files_are_left_in_wal_mode_self_contained_and_never_replaced_under_a_reader(bundle, tmp_path):
+    import sqlite3
+    import subprocess
+    import sys
+
+    db_path = tmp_path / "out.db"
+    build([bundle], db_path, embed=False)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("out.db")) == ["out.db"]
+    assert db_path.read_bytes()[18:20] == b"\x02\x02"  # the file header says write-ahead log
+    reader = subprocess.Popen(  # another process with the file open, as a running Datasette has
+        [sys.executable, "-c", "import sqlite3, sys\n"
+         f"c = sqlite3.connect('file:{db_path}?mode=ro', uri=True)\n"
+         "print(c.execute('select count(*) from concepts').fetchone()[0], flush=True)\nsys.stdin.read()"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert reader.stdout.readline().strip() == "3"
+    try:
+        (bundle / "a.md").write_text(NOTE.format(title="Changed Under A Reader", tag="x"))
+        build([bundle], db_path, embed=False)  # in place, while the other process reads
+        conn = sqlite3.connect(db_path)
+        assert conn.execute("select count(*) from concepts where title = 'Changed Under A Reader'").fetchone()[0] == 1
+        conn.execute("update meta set value = '1' where key = 'format_version'")  # an old format: replaced...
+        conn.commit()
+        conn.close()
+        with pytest.raises(BuildError, match="open in write-ahead-log mode by another process"):
+            build([bundle], db_path, embed=False)  # ...but not under a process that has it open
+    finally:
+        reader.communicate("", timeout=10)
+    build([bundle], db_path, embed=False)
+    version = sqlite_utils.Database(db_path).execute("select value from meta where key = 'format_version'").fetchone()[0]
+    assert version == store.FORMAT_VERSION
