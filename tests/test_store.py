@@ -400,3 +400,33 @@ def test_files_are_left_in_wal_mode_self_contained_and_never_replaced_under_a_re
     build([bundle], db_path, embed=False)
     version = sqlite_utils.Database(db_path).execute("select value from meta where key = 'format_version'").fetchone()[0]
     assert version == store.FORMAT_VERSION
+
+
+def test_prune_never_touches_another_bundles_rows(tmp_path):
+    """Two bundles whose names share a prefix; pruning one leaves every row of the other as it was."""
+    alpha = write_bundle(tmp_path / "kb", {f"n{i}.md": f"---\ntype: T\n---\n# H{i}\n[[n{i + 1}]] [x](https://x.org/{i})\n"
+                                           for i in range(20)})
+    beta = write_bundle(tmp_path / "kb-2", {f"n{i}.md": f"---\ntype: T\n---\n# H{i}\n[[n{i + 1}]] [[nowhere]]\n"
+                                            for i in range(20)})
+    db_path = tmp_path / "out.db"
+    build([alpha, beta], db_path, embed=False)
+
+    def rows_of(bundle_name: str) -> dict[str, list]:
+        db = sqlite_utils.Database(db_path)
+        prefix = bundle_name + "/%"
+        return {
+            "concepts": db.execute("select id, content_hash, degree from concepts where bundle = ? order by id", [bundle_name]).fetchall(),
+            "edges": db.execute("select src, dst, predicate, kind from edges where src like ? order by 1, 2, 3", [prefix]).fetchall(),
+            "chunks": db.execute("select id, concept_id, text from chunks where concept_id like ? order by id", [prefix]).fetchall(),
+            "link_issues": db.execute("select src, target from link_issues where bundle = ? order by 1, 2", [bundle_name]).fetchall(),
+            "external_links": db.execute("select src, url from external_links where src like ? order by 1, 2", [prefix]).fetchall(),
+            "headings": db.execute("select concept_id, slug from headings where concept_id like ? order by 1, 2", [prefix]).fetchall(),
+        }
+
+    before = rows_of("kb-2")
+    for i in range(1, 20):
+        (alpha / f"n{i}.md").unlink()
+    report = build([alpha], db_path, embed=False, prune=True)
+    assert report.bundles[0].pruned == 19
+    assert rows_of("kb-2") == before
+    assert len(rows_of("kb")["concepts"]) == 1
