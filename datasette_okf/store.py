@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, TypeVar
 
 import sqlite_utils
+from sqlite_utils.utils import sqlite3  # pysqlite3 where installed, as sqlite-utils and Datasette use
 
 from . import __version__
 from .bundle import Bundle, Concept, ScannedBundle, cache_key, parse_bundle, rows, scan_bundle
@@ -157,7 +158,7 @@ def build(
     in_place = bool(previous)
     _remove_abandoned_temporary_files(output)
     target = output if in_place else output.with_name(f".{output.name}.{os.getpid()}.tmp")
-    if not in_place and Path(f"{output}-wal").exists():
+    if not in_place and Path(f"{output}-wal").exists() and not _release_wal(output):
         raise BuildError(
             f"{output} is open in write-ahead-log mode by another process (a running Datasette?); "
             "replacing it under that process would corrupt it. Stop it, then build again."
@@ -218,6 +219,19 @@ def _remove_abandoned_temporary_files(output: Path) -> None:
             leftover.unlink(missing_ok=True)
             for suffix in ("-journal", "-wal", "-shm"):
                 leftover.with_name(leftover.name + suffix).unlink(missing_ok=True)
+
+
+def _release_wal(path: Path) -> bool:
+    """Fold a leftover write-ahead log into `path` and leave rollback mode, which SQLite allows only
+    when no other connection has the file open. False: another process is using it."""
+    try:
+        conn = sqlite3.connect(path, timeout=0.5)
+        try:
+            return conn.execute("pragma journal_mode = delete").fetchone()[0] == "delete"
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as error:
+        return "locked" not in str(error) and "busy" not in str(error)  # not a database: replace it
 
 
 def _process_alive(pid: int) -> bool:
