@@ -3,13 +3,24 @@
 The hooks below only wire things together; each concern lives in its own module.
 """
 
-from datasette import hookimpl
+from typing import Any
+
+import pluggy
 
 __version__ = "0.1.0"
-
-from .retrieve import context_for  # noqa: E402  the Python API: context_for(db, question, **options)
-
 __all__ = ["context_for", "__version__"]
+
+# Datasette's own marker (datasette.hookimpl is this object), made here so that importing the
+# package stays cheap: `python -m datasette_okf.trigger` runs on every prompt of an agent.
+hookimpl = pluggy.HookimplMarker("datasette")
+
+
+def __getattr__(name: str) -> Any:
+    if name == "context_for":  # the Python API: context_for(db, question, **options)
+        from .retrieve import context_for
+
+        return context_for
+    raise AttributeError(name)
 
 
 @hookimpl

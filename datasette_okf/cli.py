@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 import yaml
 
+from .derived import write_derived
 from .embed import DEFAULT_MODEL, EmbeddingError
 from .evaluate import as_table, evaluate as run_evaluation, load_golden
 from .lint import run_lint
@@ -80,9 +81,13 @@ class _Bars(Progress):
     "--link-mentions", is_flag=True,
     help="Also add an edge (kind mention) for each unlinked mention of another concept's title or alias",
 )
+@click.option(
+    "--write-bundle-files", is_flag=True,
+    help="Also write timeline.md and wiki-trigger-keywords.txt into each bundle's root",
+)
 def build(
     bundles: tuple[Path, ...], output: Path | None, prune: bool, strict: bool, model: str | None, no_embed: bool,
-    link_mentions: bool,
+    link_mentions: bool, write_bundle_files: bool,
 ):
     """Build BUNDLE folders (OKF bundles or Obsidian vaults) into one SQLite file.
 
@@ -100,6 +105,10 @@ def build(
     finally:
         bars.close()
     click.echo(summary(report))
+    roots = {path.resolve().name: path for path in bundles}
+    changed = write_derived(output, roots, into_bundles=write_bundle_files)
+    if changed:
+        click.echo("derived: " + ", ".join(str(path) for path in changed))
     if strict and any(b.errors or b.warnings for b in report.bundles):
         sys.exit(1)
 
@@ -230,3 +239,16 @@ def summary(report: BuildReport) -> str:
     if any(b.errors or b.warnings or b.link_problems for b in report.bundles):
         lines.append("Details: select * from build_issues / link_issues (or browse them in Datasette)")
     return "\n".join(lines)
+
+
+@okf.command(name="trigger")
+@click.argument("keywords_file", type=click.Path(dir_okay=False, path_type=Path))
+def trigger_command(keywords_file: Path):
+    """Prompt-submit hook: read the harness's JSON on stdin, print a nudge if it names the wiki.
+
+    Always exits 0. For a hook that runs on every prompt prefer `python -m
+    datasette_okf.trigger KEYWORDS_FILE`: same code, without Datasette's start-up.
+    """
+    from .trigger import main as trigger_main
+
+    sys.exit(trigger_main([str(keywords_file)]))
