@@ -252,3 +252,23 @@ def trigger_command(keywords_file: Path):
     from .trigger import main as trigger_main
 
     sys.exit(trigger_main([str(keywords_file)]))
+
+
+@okf.command(name="file-back")
+@click.argument("database", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("bundle", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("-q", "--question", required=True, help="The question the answer answers")
+@click.option("--answer", "answer_file", type=click.File("r"), default="-", show_default=True,
+              help="File holding the answer (- for standard input); [concept/id] citations become links")
+@click.option("--title", help="Page title (default: the question)")
+@click.option("--by", "model_id", required=True, help="What wrote the answer, for generated.by (a model id)")
+def file_back_command(database: Path, bundle: Path, question: str, answer_file, title: str | None, model_id: str):
+    """File an answer back into BUNDLE as a new Concept page, list and log it, and rebuild DATABASE."""
+    from .fileback import FileBackError, bracketed_ids, file_back
+
+    answer = answer_file.read()
+    try:
+        page = file_back(database, bundle, question, answer, model_id, bracketed_ids(answer), title=title)
+    except (FileBackError, BuildError, EmbeddingError) as error:
+        raise click.ClickException(str(error))
+    click.echo(f"filed back: {page}")

@@ -13,6 +13,7 @@ from click_default_group import DefaultGroup
 
 from .answer import OKF, AnswerError, cited, get_chat_model, local_context, parse_fragment_argument, prompt_parts, remote_context
 from .embed import DEFAULT_ALIASES, EmbeddingError, OKFMiniLM
+from .fileback import FileBackError, file_back
 from .retrieve import MODES
 
 
@@ -73,8 +74,13 @@ def register_commands(cli):
     @click.option("-m", "--model", "model_id", help="llm model to answer with (default: llm's default model)")
     @click.option("--show-context", is_flag=True, help="Print the context before the answer")
     @click.option("--json", "as_json", is_flag=True, help="Print the answer, citations and context as JSON")
-    def ask(question, database, url, mode, budget, model_id, show_context, as_json):
+    @click.option("--file-back", "file_back_dir", type=click.Path(exists=True, file_okay=False),
+                  help="Also file the answer into this bundle folder as a new Concept page and rebuild -d")
+    @click.option("--title", help="With --file-back: the page title (default: the question)")
+    def ask(question, database, url, mode, budget, model_id, show_context, as_json, file_back_dir, title):
         """Answer QUESTION from the notes, citing them; say so when they do not hold the answer."""
+        if file_back_dir and (url or not database):
+            raise click.ClickException("--file-back needs the local database it rebuilds: -d DATABASE.db, not --url")
         result = _retrieve(question, database, url, mode, budget)
         if show_context and not as_json:
             click.echo(result["context"] + "\n", err=True)
@@ -106,9 +112,17 @@ def register_commands(cli):
             raise click.ClickException(f"{error} (or pick a local model with -m)") from None
         _log(response)
         sources = cited(answer, result)
+        page = None
+        if file_back_dir:
+            try:
+                page = file_back(database, file_back_dir, question, answer, model.model_id,
+                                 [node["id"] for node in sources], title=title)
+            except (FileBackError, EmbeddingError, ValueError) as error:
+                raise click.ClickException(f"answered, but not filed back: {error}") from None
         if as_json:
             click.echo(json.dumps({"question": question, "confident": True, "answer": answer, "model": model.model_id,
-                                   "cited": sources, "context": result["context"]}, indent=2))
+                                   "cited": sources, "context": result["context"],
+                                   **({"filed_back": str(page)} if page else {})}, indent=2))
             return
         click.echo("")
         if sources:
@@ -117,6 +131,8 @@ def register_commands(cli):
                 click.echo(f"  - {node['title']} ({node['id']}) {node['path']}")
         else:
             click.echo("\n(The answer cites no note from the context.)", err=True)
+        if page:
+            click.echo(f"\nFiled back: {page}")
 
     @okf.command(name="context")
     @click.argument("question")

@@ -203,3 +203,51 @@ def test_a_private_database_needs_the_right_actor_through_url(campaign_db, tmp_p
         allowed = run("okf", "context", QUESTION, "--url", url, "-d", "campaign")
         assert allowed.exit_code == 0
         assert allowed.output.strip() == context_for(campaign_db, QUESTION)["context"].strip()
+
+
+def test_file_back_writes_the_answer_into_the_bundle_and_rebuilds(tmp_path, scripted):
+    import shutil
+
+    from datasette_okf.store import build
+
+    from .conftest import EXAMPLES
+
+    bundle = tmp_path / "campaign"
+    shutil.copytree(EXAMPLES, bundle)
+    db = tmp_path / "campaign.db"
+    build([bundle], db, embed=False)
+    scripted.answer = "Teodor Vask builds clockwork locks for the Sable Accord [campaign/people/teodor-vask]."
+    question = "What does Teodor Vask build for the Sable Accord?"
+    result = run("okf", question, "-d", str(db), "-m", "okf-test-scripted", "--file-back", str(bundle))
+    assert result.exit_code == 0, result.output
+    page = bundle / "syntheses" / "what-does-teodor-vask-build-for-the-sable-accord.md"
+    assert f"Filed back: {page}" in result.output
+    assert "by: okf-test-scripted" in page.read_text() and "[Teodor Vask](/people/teodor-vask.md)" in page.read_text()
+    assert context_for(db, question)["nodes"][0]["id"] == "campaign/syntheses/what-does-teodor-vask-build-for-the-sable-accord"
+    again = run("okf", question, "-d", str(db), "-m", "okf-test-scripted", "--file-back", str(bundle))
+    assert again.exit_code == 1 and "answered, but not filed back" in again.output and "refusing to overwrite" in again.output
+    remote = run("okf", question, "--url", "http://127.0.0.1:9/", "--file-back", str(bundle), "-m", "echo")
+    assert remote.exit_code == 1 and "needs the local database" in remote.output
+
+
+def test_datasette_okf_file_back_reads_the_answer_from_stdin(tmp_path):
+    import shutil
+
+    from datasette.cli import cli as datasette_cli
+
+    from datasette_okf.store import build
+
+    from .conftest import EXAMPLES
+
+    bundle = tmp_path / "campaign"
+    shutil.copytree(EXAMPLES, bundle)
+    db = tmp_path / "campaign.db"
+    build([bundle], db, embed=False)
+    result = CliRunner().invoke(datasette_cli, [
+        "okf", "file-back", str(db), str(bundle), "-q", "Who keeps the old lighthouse?", "--by", "human:gm",
+        "--title", "Keepers of the Old Lighthouse"],
+        input="The Lantern Keepers maintain it [campaign/organisations/lantern-keepers].\n")
+    assert result.exit_code == 0, result.output
+    page = bundle / "syntheses" / "keepers-of-the-old-lighthouse.md"
+    assert result.output.strip() == f"filed back: {page}"
+    assert "/organisations/lantern-keepers.md" in page.read_text()
