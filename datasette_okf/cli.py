@@ -272,3 +272,26 @@ def file_back_command(database: Path, bundle: Path, question: str, answer_file, 
     except (FileBackError, BuildError, EmbeddingError) as error:
         raise click.ClickException(str(error))
     click.echo(f"filed back: {page}")
+
+
+@okf.command(name="rebuild-candidates")
+@click.argument("database", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print JSON")
+def rebuild_candidates_command(database: Path, as_json: bool):
+    """Concepts derived from references/ that re-running ingest would recreate (seed 003 §7.6), with what
+    deleting each would lose, and the references/ files nothing cites yet. Changes nothing."""
+    from .rebuild import rebuild_candidates
+
+    report = rebuild_candidates(connection(str(database)))
+    if as_json:
+        click.echo(json.dumps(report, indent=2, ensure_ascii=False))
+        return
+    click.echo(f"{len(report['candidates'])} rebuild candidates (cite a references/ document):")
+    for item in report["candidates"]:
+        click.echo(f"  {item['id']}  ({item['type'] or 'no type'}; cites {', '.join(item['references_cited'])})")
+        for loss in item["would_lose"]:
+            click.echo(f"      would lose: {loss}")
+    click.echo(f"\n{len(report['unreviewed_references'])} unreviewed references (no concept cites them; "
+               "lint check unreviewed_references):")
+    for item in report["unreviewed_references"]:
+        click.echo(f"  {item['path']}")

@@ -54,12 +54,16 @@ def charts() -> list[Query]:
     return _load("charts", "chart_", MULTI_VALUED)
 
 
+def operations() -> list[Query]:
+    """Read-only queries behind the bundle operations (rebuild candidates, seed 003 §7.6)."""
+    return _load("operations", "okf_", MULTI_VALUED)
+
+
 def canned_queries(multi_valued: list[str] | None = None) -> dict[str, dict[str, Any]]:
-    """The canned_queries hook's value: lint checks and chart queries by name."""
-    return {
-        q.name: {"sql": q.sql, "title": ("Lint: " if q.level else "Chart: ") + q.title, "description": q.description}
-        for q in [*checks(multi_valued), *charts()]
-    }
+    """The canned_queries hook's value: lint checks, chart queries and operations by name."""
+    kinds = [("Lint: ", checks(multi_valued)), ("Chart: ", charts()), ("", operations())]
+    return {q.name: {"sql": q.sql, "title": prefix + q.title, "description": q.description}
+            for prefix, queries in kinds for q in queries}
 
 
 def run_lint(conn: Any, multi_valued: list[str] | None = None) -> list[dict[str, Any]]:
