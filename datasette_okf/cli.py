@@ -105,8 +105,7 @@ def build(
     finally:
         bars.close()
     click.echo(summary(report))
-    roots = {path.resolve().name: path for path in bundles}
-    changed = write_derived(output, roots, into_bundles=write_bundle_files)
+    changed = write_derived(output, [path.resolve().name for path in bundles] if write_bundle_files else [])
     if changed:
         click.echo("derived: " + ", ".join(str(path) for path in changed))
     if strict and any(b.errors or b.warnings for b in report.bundles):

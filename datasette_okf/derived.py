@@ -98,24 +98,25 @@ def keywords_text(keywords: list[str], database: Path) -> str:
     ]) + "\n"
 
 
-def write_derived(database: Path, bundle_roots: dict[str, Path], into_bundles: bool = False) -> list[Path]:
-    """Write DB.timeline.md and DB.wiki-trigger-keywords.txt beside `database` (all its bundles) and,
-    with `into_bundles`, timeline.md and wiki-trigger-keywords.txt into each bundle's root.
+def write_derived(database: Path, into_bundles: Iterable[str] = ()) -> list[Path]:
+    """Write DB.timeline.md and DB.wiki-trigger-keywords.txt beside `database` (every bundle in it) and
+    timeline.md and wiki-trigger-keywords.txt into the root of each bundle named in `into_bundles`.
     Returns the files whose bytes changed."""
     database = Path(database)
     conn = sqlite3.connect(database)  # not mode=ro: a read-only connection leaves the -wal and -shm files behind
     try:
-        beside = {name: _relative(root, database.parent) for name, root in bundle_roots.items()}
+        roots = {name: Path(b["path"]) for name, b in json.loads(
+            conn.execute("select value from meta where key = 'bundles'").fetchone()[0]).items()}
+        beside = {name: _relative(root, database.parent) for name, root in roots.items()}
         outputs = {
             database.with_name(f"{database.stem}.timeline.md"): timeline_markdown(conn, beside),
             database.with_name(f"{database.stem}.wiki-trigger-keywords.txt"):
-                keywords_text(trigger_keywords(conn, bundle_roots), database.resolve()),
+                keywords_text(trigger_keywords(conn, roots), database.resolve()),
         }
-        if into_bundles:
-            for name, root in bundle_roots.items():
-                outputs[Path(root) / "timeline.md"] = timeline_markdown(conn, {name: ""})
-                outputs[Path(root) / "wiki-trigger-keywords.txt"] = keywords_text(
-                    trigger_keywords(conn, [name]), database.resolve())
+        for name in into_bundles:
+            outputs[roots[name] / "timeline.md"] = timeline_markdown(conn, {name: ""})
+            outputs[roots[name] / "wiki-trigger-keywords.txt"] = keywords_text(
+                trigger_keywords(conn, [name]), database.resolve())
     finally:
         conn.close()
     return [path for path, text in outputs.items() if _write_if_changed(path, text)]

@@ -57,7 +57,6 @@ def file_back(
         "type": "Concept",
         "title": title,
         "description": _description(answer, question),
-        "tags": ["synthesis", "filed-back"],
         "generated": {"by": model_id, "at": now.isoformat(timespec="seconds")},
         "sources": [{"resource": f"/{c['path']}", "title": c["title"]} for c in concepts],
     }
@@ -73,10 +72,13 @@ def file_back(
     _list_in_index(folder / "index.md", title, page.name)
     _log(bundle_dir / "log.md", now, f"Filed back [{_text(title)}](/{_url(relative)}): an answer by {model_id} to "
          f"\u201c{' '.join(question.split())}\u201d, citing {len(concepts)} note{'s' if len(concepts) != 1 else ''}.")
-    if rebuild:
+    if rebuild:  # the same steps as a build (seed 003 §7.2): the database, then the derived files
+        from .derived import write_derived
         from .store import build
 
         build([bundle_dir], database, embed=_has_vectors(Path(database)))
+        opted_in = any((bundle_dir / f).exists() for f in ("timeline.md", "wiki-trigger-keywords.txt"))
+        write_derived(Path(database), [name] if opted_in else [])
     return page
 
 
@@ -122,7 +124,8 @@ def _safe_slug(title: str) -> str:
 
 
 def _description(answer: str, question: str) -> str:
-    plain = re.sub(r"\[([^\[\]]+)\]", r"\1", " ".join(answer.split()))
+    plain = re.sub(r"\s*\[[^\[\]\s]*/[^\[\]\s]*\](?!\()", "", " ".join(answer.split()))  # [bundle/id] citations
+    plain = re.sub(r"\[([^\[\]]+)\]\([^)]*\)", r"\1", plain)  # markdown links: their text
     first = re.split(r"(?<=[.!?])\s", plain, maxsplit=1)[0]
     return (first if 20 <= len(first) <= 240 else f"An answer to: {' '.join(question.split())}")[:240]
 

@@ -33,7 +33,7 @@ def test_timeline_groups_dated_relations_and_log_entries_oldest_first(tmp_path):
     bundle = small(tmp_path)
     db = tmp_path / "out" / "saga.db"
     build([bundle], db, embed=False)
-    changed = write_derived(db, {"saga": bundle})
+    changed = write_derived(db)
     timeline = (tmp_path / "out" / "saga.timeline.md").read_text()
     assert changed == [tmp_path / "out" / "saga.timeline.md", tmp_path / "out" / "saga.wiki-trigger-keywords.txt"]
     assert is_derived_timeline(timeline)
@@ -59,14 +59,14 @@ def test_the_same_database_gives_the_same_bytes_and_nothing_is_rewritten(tmp_pat
     shutil.copytree(EXAMPLES, bundle)
     db = tmp_path / "campaign.db"
     build([bundle], db, embed=False)
-    first = write_derived(db, {"campaign": bundle}, into_bundles=True)
+    first = write_derived(db, ["campaign"])
     assert len(first) == 4
     snapshot = {p: p.read_bytes() for p in first}
-    assert write_derived(db, {"campaign": bundle}, into_bundles=True) == []  # identical: not even touched
+    assert write_derived(db, ["campaign"]) == []  # identical: not even touched
     db.unlink()  # from scratch, with the derived timeline.md now inside the bundle
     build([bundle], db, embed=False)
     assert connection(str(db)).execute("select count(*) from concepts where id = 'campaign/timeline'").fetchone()[0] == 0
-    write_derived(db, {"campaign": bundle}, into_bundles=True)
+    write_derived(db, ["campaign"])
     for path, data in snapshot.items():
         assert path.read_bytes() == data, path
 

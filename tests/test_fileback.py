@@ -102,3 +102,17 @@ def test_the_bundle_must_be_one_the_database_was_built_from(campaign, tmp_path):
     with pytest.raises(FileBackError, match="not built from a bundle named 'elsewhere'"):
         file_back(db, other, QUESTION, ANSWER, "m", [])
     assert not (other / "syntheses").exists()
+
+
+def test_filing_back_refreshes_the_derived_files_it_finds(campaign):
+    from datasette_okf.derived import write_derived
+
+    bundle, db = campaign
+    write_derived(db, ["campaign"])  # the user opted in to in-bundle copies once
+    file_back(db, bundle, "Who keeps the Old Lighthouse lit?", "The Lantern Keepers do "
+              "[campaign/organisations/lantern-keepers].", "m", ["campaign/organisations/lantern-keepers"], now=NOW)
+    for keywords in (bundle / "wiki-trigger-keywords.txt", db.with_name("campaign.wiki-trigger-keywords.txt")):
+        assert "Who keeps the Old Lighthouse lit" in keywords.read_text().splitlines()
+    description = yaml.safe_load(
+        (bundle / "syntheses" / "who-keeps-the-old-lighthouse-lit.md").read_text().split("---\n")[1])["description"]
+    assert description == "The Lantern Keepers do."
