@@ -9,7 +9,7 @@ PORT ?= 8001
 $(BIN)/.installed: setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[test,mcp]'
 	touch $@
 
 .PHONY: setup build serve test

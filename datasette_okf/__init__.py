@@ -3,6 +3,7 @@
 The hooks below only wire things together; each concern lives in its own module.
 """
 
+import importlib.util
 from typing import Any
 
 import pluggy
@@ -92,3 +93,12 @@ def startup(datasette):
                 datasette.add_query(database, name, **query)
 
     return inner
+
+
+if importlib.util.find_spec("datasette_mcp") is not None:  # the [mcp] extra: only then is the hook known
+
+    @hookimpl
+    def register_mcp_tools(datasette, mcp):
+        from .mcp_tools import register
+
+        register(datasette, mcp)

@@ -19,6 +19,7 @@ from typing import Any
 import llm
 
 from .embed import unknown_model_message, with_deadline
+from .notes import read_concept, similar_ids
 from .retrieve import context_for
 
 SYSTEM_PROMPT = """You answer questions about a knowledge bundle using only the context below the question.
@@ -160,23 +161,20 @@ class OKF(llm.Toolbox):
         except AnswerError as error:
             return f"error: {error}"
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        row = conn.execute("select title, type, path, trust_tier, stale_after, superseded_by, body from concepts where id = ?", [id]).fetchone()
-        if row is None:
-            like = [r[0] for r in conn.execute("select id from concepts where id like ? limit 5", [f"%{id.split('/')[-1]}%"])]
+        try:
+            note = read_concept(conn, id, self.MAX_NOTE_CHARS)
+            like = similar_ids(conn, id) if note is None else []
+        finally:
             conn.close()
+        if note is None:
             return f"no concept with id {id!r}" + (f"; did you mean: {', '.join(like)}" if like else "")
-        title, type_, path, trust, stale_after, superseded_by, body = row
-        out_links = conn.execute(
-            "select distinct dst, predicate from edges where src = ? and dst is not null order by dst limit 40", [id]).fetchall()
-        in_links = conn.execute(
-            "select distinct src, predicate from edges where dst = ? order by src limit 40", [id]).fetchall()
-        conn.close()
-        text = body if len(body) <= self.MAX_NOTE_CHARS else body[: self.MAX_NOTE_CHARS] + "\n[… cut]"
-        lines = [f"# {title} ({id})", f"type: {type_}; path: {path}; trust: {trust}"]
-        if stale_after:
-            lines.append(f"stale_after: {stale_after}")
-        if superseded_by:
-            lines.append(f"SUPERSEDED by {superseded_by}")
-        lines += ["", text.strip(), "", "links to: " + (", ".join(f"{d} ({p})" for d, p in out_links) or "none"),
-                  "linked from: " + (", ".join(f"{s} ({p})" for s, p in in_links) or "none")]
+        text = note["text"] + ("\n[… cut]" if note["truncated"] else "")
+        lines = [f"# {note['title']} ({id})", f"type: {note['type']}; path: {note['path']}; trust: {note['trust']}"]
+        if note["stale_after"]:
+            lines.append(f"stale_after: {note['stale_after']}")
+        if note["superseded_by"]:
+            lines.append(f"SUPERSEDED by {note['superseded_by']}")
+        lines += ["", text.strip(), "",
+                  "links to: " + (", ".join(f"{e['id']} ({e['predicate']})" for e in note["links_to"]) or "none"),
+                  "linked from: " + (", ".join(f"{e['id']} ({e['predicate']})" for e in note["linked_from"]) or "none")]
         return "\n".join(lines)
