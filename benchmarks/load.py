@@ -30,28 +30,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from scale import machine, questions  # noqa: E402
+from scale import machine, questions, serve  # noqa: E402
 
 from datasette_okf.web import MAX_QUESTION  # noqa: E402
-
-
-def serve(db: Path) -> tuple[subprocess.Popen, int]:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    process = subprocess.Popen([sys.executable, "-m", "datasette", "serve", str(db), "-h", "127.0.0.1", "-p", str(port)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return process, port
-        except OSError:
-            time.sleep(0.2)
-    process.kill()
-    raise SystemExit("datasette did not start")
 
 
 def drive(port: int, paths: list[str], clients: int, seconds: float) -> dict[str, float]:

@@ -110,20 +110,27 @@ def query_latency(db: Path, asked: list[str]) -> dict[str, str]:
     return out
 
 
-def http_latency(db: Path, asked: list[str]) -> tuple[dict[str, str], float]:
+def serve(db: Path) -> tuple[subprocess.Popen, int]:
+    """`datasette serve DB` on a free 127.0.0.1 port, once it accepts connections: (process, port)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     process = subprocess.Popen([sys.executable, "-m", "datasette", "serve", str(db), "-h", "127.0.0.1", "-p", str(port)],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return process, port
+        except OSError:
+            time.sleep(0.2)
+    process.kill()
+    raise SystemExit("datasette did not start")
+
+
+def http_latency(db: Path, asked: list[str]) -> tuple[dict[str, str], float]:
+    process, port = serve(db)
     try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.2)
         base = f"http://127.0.0.1:{port}/-/context_for.json?"
         urllib.request.urlopen(base + urllib.parse.urlencode({"q": "warm up"}), timeout=120).read()
         times: dict[str, list[float]] = {"new": [], "repeated": []}
