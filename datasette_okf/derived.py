@@ -122,6 +122,15 @@ def write_derived(database: Path, into_bundles: Iterable[str] = ()) -> list[Path
     return [path for path, text in outputs.items() if _write_if_changed(path, text)]
 
 
+def derived_files_exist(database: Path, bundle_roots: Iterable[Path] = ()) -> bool:
+    """Whether the files a build derives are all there (beside `database`, and in each of `bundle_roots`)."""
+    database = Path(database)
+    paths = [database.with_name(f"{database.stem}.timeline.md"),
+             database.with_name(f"{database.stem}.wiki-trigger-keywords.txt")]
+    paths += [Path(root) / name for root in bundle_roots for name in ("timeline.md", "wiki-trigger-keywords.txt")]
+    return all(path.exists() for path in paths)
+
+
 def is_derived_timeline(text: str) -> bool:
     """A timeline.md this tool wrote (not a note someone happened to call timeline.md)."""
     return text.lstrip("\ufeff").startswith("# Timeline\n\n" + TIMELINE_MARKER)

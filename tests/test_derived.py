@@ -83,6 +83,10 @@ def test_build_command_writes_them_beside_the_database_and_into_bundles_only_whe
     (bundle / "timeline.md").unlink()
     result = CliRunner().invoke(cli, ["okf", "build", str(bundle), "-o", str(out), "--no-embed"])
     assert not (bundle / "timeline.md").exists()  # never written into a bundle behind the user's back
+    beside = tmp_path / "build" / "saga.timeline.md"
+    beside.unlink()  # an untouched database skips the derived files unless one is missing
+    assert "derived: " + str(beside) in CliRunner().invoke(cli, ["okf", "build", str(bundle), "-o", str(out), "--no-embed"]).output
+    assert "derived:" not in CliRunner().invoke(cli, ["okf", "build", str(bundle), "-o", str(out), "--no-embed"]).output
 
 
 def test_a_hand_written_timeline_is_a_concept_like_any_other(tmp_path):
