@@ -192,6 +192,17 @@ def test_a_failing_embedding_model_degrades_to_title_and_keyword_seeds(tmp_path,
     assert ("no answer within 1" in result["vectors"]) if failure == "hangs" else ("refused" in result["vectors"])
     assert result["confident"] and result["nodes"][0]["id"] == "campaign/people/teodor-vask"
     assert "vector" not in result["sql"]["seeds"].split("lists as")[0]
+    if failure == "raises":  # the API and the page say so too, with a 200
+        import asyncio
+
+        from datasette.app import Datasette
+
+        ds = Datasette([str(db)])
+        params = {"q": "Who is Teodor Vask, the tinker?"}
+        data = asyncio.run(ds.client.get("/-/context_for.json", params=params))
+        assert data.status_code == 200 and data.json()["vectors"].startswith("unavailable: ")
+        page = asyncio.run(ds.client.get("/-/context_for", params=params))
+        assert page.status_code == 200 and "Vector search was unavailable" in page.text
     never.set()
     assert db.read_bytes() == before
 
