@@ -30,12 +30,12 @@ def timeline_markdown(conn: sqlite3.Connection, bundles: dict[str, str]) -> str:
     will live ("" inside the bundle, a relative path to the bundle beside the database).
     """
     names = json.dumps(sorted(bundles))
-    titles = dict(conn.execute(
-        "select id, coalesce(title, id) from concepts where bundle in (select value from json_each(?))", [names]))
-    paths = dict(conn.execute(
-        "select id, path from concepts where bundle in (select value from json_each(?))", [names]))
-    bundle_of = dict(conn.execute(
-        "select id, bundle from concepts where bundle in (select value from json_each(?))", [names]))
+    titles, paths, bundle_of = {}, {}, {}
+    for concept_id, title, path, bundle in conn.execute(
+        "select id, coalesce(title, id), path, bundle from concepts where bundle in (select value from json_each(?))",
+        [names],
+    ):
+        titles[concept_id], paths[concept_id], bundle_of[concept_id] = title, path, bundle
 
     def link(concept_id: str) -> str:
         title = titles.get(concept_id, concept_id).replace("[", "(").replace("]", ")")
