@@ -182,7 +182,8 @@ def build(
                 cache = _load_parse_cache(db, s.name)
                 parsed = parse_bundle(s, progress.file, link_mentions, parse_cache=dict(cache))
                 _save_parse_cache(db, s, cache, parsed)
-                reports.append(_write_bundle(db, parsed, prune))
+                had_mentions = ((previous.get("fingerprints") or {}).get(s.name) or "").endswith(":mentions")
+                reports.append(_write_bundle(db, parsed, prune, compare_all_edges=link_mentions or had_mentions))
                 _update_degrees(db, reports[-1].touched)
             _write_meta(db, scanned, link_mentions)
             embedded = None
@@ -338,7 +339,7 @@ def _concept_row(concept) -> dict:
     return row
 
 
-def _write_bundle(db: sqlite_utils.Database, bundle: Bundle, prune: bool) -> BundleReport:
+def _write_bundle(db: sqlite_utils.Database, bundle: Bundle, prune: bool, compare_all_edges: bool) -> BundleReport:
     report = BundleReport(bundle.name)
     stored = {
         concept_id: (content_hash, superseded_by)
@@ -369,23 +370,20 @@ def _write_bundle(db: sqlite_utils.Database, bundle: Bundle, prune: bool) -> Bun
     else:
         report.kept_missing = len(missing)
 
-    issues = rows(bundle.link_issues)
-    for issue in issues:
-        issue["candidates"] = json.dumps(issue["candidates"], ensure_ascii=False)
-    fresh = {"edges": rows(bundle.edges), "external_links": rows(bundle.external_links),
-             "link_issues": issues, "headings": rows(bundle.headings)}
     # A concept whose links were not resolved again still has last build's rows: compare the others
-    # only. Mention edges depend on every title: when there are any, all edges are compared.
+    # only. Mention edges depend on every title: when this build or the last made any (the fingerprint
+    # says so), all edges are compared.
     settled = bundle.links_reused - {c.id for c in changed}
-    mentions = any(e.kind == "mention" for e in bundle.edges) or db.execute(
-        "select 1 from edges where kind = 'mention' limit 1").fetchone()
+    records = {"edges": bundle.edges, "external_links": bundle.external_links,
+               "link_issues": bundle.link_issues, "headings": bundle.headings}
     for table, key in PER_CONCEPT:
-        scope = set() if table == "edges" and mentions else settled
-        if scope:
-            new_rows = [row for row in fresh[table] if row[key] not in scope]
-            touched = _sync(db, table, key, new_rows, json.dumps([i for i in present if i not in scope]))
-        else:
-            touched = _sync(db, table, key, fresh[table], present_json)
+        scope = set() if table == "edges" and compare_all_edges else settled
+        fresh = rows(r for r in records[table] if getattr(r, key) not in scope)
+        if table == "link_issues":
+            for issue in fresh:
+                issue["candidates"] = json.dumps(issue["candidates"], ensure_ascii=False)
+        scope_json = json.dumps([i for i in present if i not in scope]) if scope else present_json
+        touched = _sync(db, table, key, fresh, scope_json)
         if table == "edges":
             # an upserted concept row has lost its degree: recount it too
             report.touched = touched | {c.id for c in changed} | (set(missing) if prune else set())

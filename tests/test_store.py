@@ -430,3 +430,18 @@ def test_prune_never_touches_another_bundles_rows(tmp_path):
     assert report.bundles[0].pruned == 19
     assert rows_of("kb-2") == before
     assert len(rows_of("kb")["concepts"]) == 1
+
+
+def test_turning_mentions_off_removes_the_mention_edges_of_unchanged_notes(tmp_path):
+    """No file changed, so every note reuses its links; the last build's fingerprint says it made
+    mention edges, and those are compared (and dropped) all the same."""
+    root = write_bundle(tmp_path / "kb", {
+        "mira.md": "---\ntype: Person\ntitle: Mira Vell\n---\nLeads the council.\n",
+        "log-of-events.md": "---\ntype: Note\n---\nMira Vell spoke first.\n",
+    })
+    db_path = tmp_path / "kb.db"
+    build([root], db_path, embed=False, link_mentions=True)
+    count = "select count(*) from edges where kind = 'mention'"
+    assert sqlite_utils.Database(db_path).execute(count).fetchone()[0] == 1
+    build([root], db_path, embed=False)
+    assert sqlite_utils.Database(db_path).execute(count).fetchone()[0] == 0
