@@ -15,6 +15,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any, Iterable
 
+from .links import markdown_link
 from .titles import STOPWORDS
 
 # First line of a timeline.md this tool wrote: the build does not index such a file as a concept.
@@ -38,8 +39,7 @@ def timeline_markdown(conn: sqlite3.Connection, bundles: dict[str, str]) -> str:
         titles[concept_id], paths[concept_id], bundle_of[concept_id] = title, path, bundle
 
     def link(concept_id: str) -> str:
-        title = titles.get(concept_id, concept_id).replace("[", "(").replace("]", ")")
-        return f"[{title}]({_url(bundles[bundle_of[concept_id]] + paths[concept_id])})"
+        return markdown_link(titles.get(concept_id, concept_id), bundles[bundle_of[concept_id]] + paths[concept_id])
 
     lines: list[tuple[str, str]] = []
     for src, predicate, dst, literal, date, source_id in conn.execute(
@@ -55,7 +55,7 @@ def timeline_markdown(conn: sqlite3.Connection, bundles: dict[str, str]) -> str:
         "select bundle, file, date, text from log_entries where bundle in (select value from json_each(?))", [names]
     ):
         entry = " ".join((text or "").split())
-        lines.append((date.strip(), f"- [log]({_url(bundles[bundle] + file)}): {entry}"))
+        lines.append((date.strip(), f"- {markdown_link('log', bundles[bundle] + file)}: {entry}"))
     out = ["# Timeline", "", TIMELINE_MARKER, ""]
     if not lines:
         out.append("No dated relations or log entries yet.")
@@ -158,10 +158,6 @@ def _date_key(date: str) -> tuple:
 
 def _relative(root: Path, start: Path) -> str:
     return Path(os.path.relpath(Path(root).resolve(), Path(start).resolve())).as_posix() + "/"
-
-
-def _url(path: str) -> str:
-    return path.replace(" ", "%20").replace("(", "%28").replace(")", "%29")
 
 
 def _write_if_changed(path: Path, text: str) -> bool:

@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from .links import slug
+from .links import markdown_link, slug
 
 FOLDER = "syntheses"
 MAX_SLUG = 80
@@ -47,7 +47,7 @@ def file_back(
     title = " ".join((title or _title_from(question)).split())
     if not title:
         raise FileBackError("the page needs a title: give --title")
-    concepts = _cited_concepts(Path(database), name, cited_ids)
+    concepts, has_vectors = _cited_concepts(Path(database), name, cited_ids)
     folder = bundle_dir / FOLDER
     page = folder / f"{_safe_slug(title)}.md"
     if page.exists():
@@ -61,7 +61,7 @@ def file_back(
         "sources": [{"resource": f"/{c['path']}", "title": c["title"]} for c in concepts],
     }
     body = _linked(answer.strip(), concepts)
-    cited = "\n".join(f"- [{_text(c['title'])}](/{_url(c['path'])})" for c in concepts) or "- (no notes were cited)"
+    cited = "\n".join(f"- {markdown_link(c['title'], '/' + c['path'])}" for c in concepts) or "- (no notes were cited)"
     text = (
         "---\n" + yaml.safe_dump(frontmatter, sort_keys=False, allow_unicode=True, width=1000) + "---\n\n"
         f"# {title}\n\n*Question:* {' '.join(question.split())}\n\n{body}\n\n## Cited notes\n\n{cited}\n"
@@ -70,13 +70,13 @@ def file_back(
         handle.write(text)
     relative = page.relative_to(bundle_dir).as_posix()
     _list_in_index(folder / "index.md", title, page.name)
-    _log(bundle_dir / "log.md", now, f"Filed back [{_text(title)}](/{_url(relative)}): an answer by {model_id} to "
+    _log(bundle_dir / "log.md", now, f"Filed back {markdown_link(title, '/' + relative)}: an answer by {model_id} to "
          f"\u201c{' '.join(question.split())}\u201d, citing {len(concepts)} note{'s' if len(concepts) != 1 else ''}.")
     if rebuild:  # the same steps as a build (seed 003 §7.2): the database, then the derived files
         from .derived import write_derived
         from .store import build
 
-        build([bundle_dir], database, embed=_has_vectors(Path(database)))
+        build([bundle_dir], database, embed=has_vectors)
         opted_in = any((bundle_dir / f).exists() for f in ("timeline.md", "wiki-trigger-keywords.txt"))
         write_derived(Path(database), [name] if opted_in else [])
     return page
@@ -87,21 +87,14 @@ def bracketed_ids(answer: str) -> list[str]:
     return [m.group(1).strip() for m in re.finditer(r"\[([^\[\]]+)\](?!\()", answer)]
 
 
-def _has_vectors(database: Path) -> bool:
+def _cited_concepts(database: Path, bundle: str, ids: list[str]) -> tuple[list[dict[str, Any]], bool]:
+    """The cited notes of `bundle`, in citation order, and whether the database has vectors."""
     conn = sqlite3.connect(database)
     try:
-        return conn.execute("select 1 from meta where key = 'embedding_model'").fetchone() is not None
-    finally:
-        conn.close()
-
-
-def _cited_concepts(database: Path, bundle: str, ids: list[str]) -> list[dict[str, Any]]:
-    conn = sqlite3.connect(database)
-    try:
-        meta = dict(conn.execute("select key, value from meta"))
-    except sqlite3.DatabaseError as error:
-        raise FileBackError(f"{database} is not a database built by datasette okf build ({error})") from None
-    try:
+        try:
+            meta = dict(conn.execute("select key, value from meta"))
+        except sqlite3.DatabaseError as error:
+            raise FileBackError(f"{database} is not a database built by datasette okf build ({error})") from None
         if bundle not in json.loads(meta.get("bundles", "{}")):
             raise FileBackError(f"{database} was not built from a bundle named {bundle!r}; file back into that bundle")
         rows = {r[0]: {"id": r[0], "path": r[1], "title": r[2] or r[0]} for r in conn.execute(
@@ -109,7 +102,7 @@ def _cited_concepts(database: Path, bundle: str, ids: list[str]) -> list[dict[st
             [bundle, json.dumps(ids)])}
     finally:
         conn.close()
-    return [rows[i] for i in dict.fromkeys(ids) if i in rows]
+    return [rows[i] for i in dict.fromkeys(ids) if i in rows], "embedding_model" in meta
 
 
 def _title_from(question: str) -> str:
@@ -136,13 +129,13 @@ def _linked(answer: str, concepts: list[dict[str, Any]]) -> str:
 
     def replace(match: re.Match) -> str:
         concept = by_id.get(match.group(1).strip())
-        return f"[{_text(concept['title'])}](/{_url(concept['path'])})" if concept else match.group(0)
+        return markdown_link(concept["title"], "/" + concept["path"]) if concept else match.group(0)
 
     return re.sub(r"\[([^\[\]]+)\](?!\()", replace, answer)
 
 
 def _list_in_index(index: Path, title: str, file_name: str) -> None:
-    line = f"* [{_text(title)}]({_url(file_name)})\n"
+    line = f"* {markdown_link(title, file_name)}\n"
     if index.exists():
         text = index.read_text(encoding="utf-8")
         index.write_text(text + ("" if text.endswith("\n") else "\n") + line, encoding="utf-8")
@@ -168,10 +161,3 @@ def _log(log: Path, now: datetime, entry: str) -> None:
         lines.insert(at, block)
     log.write_text("".join(lines), encoding="utf-8")
 
-
-def _text(title: str) -> str:
-    return title.replace("[", "(").replace("]", ")")
-
-
-def _url(path: str) -> str:
-    return path.replace(" ", "%20").replace("(", "%28").replace(")", "%29")

@@ -196,6 +196,13 @@ def find_headings(body: str, first_line: int = 1) -> list[tuple[int, str, int]]:
     return [(len(m.group(1)), m.group(2).strip(), lines.at(m.start())) for m in _HEADING.finditer(masked)]
 
 
+def markdown_link(text: str, target: str) -> str:
+    """`[text](target)` that find_links reads back whole: a bracket in the text or a space or
+    parenthesis in the target would end it early (what derived files and filed-back pages write)."""
+    shown = text.replace("[", "(").replace("]", ")")
+    return f"[{shown}]({target.replace(' ', '%20').replace('(', '%28').replace(')', '%29')})"
+
+
 _NOT_WORD = re.compile(r"[\W_]+")
 
 
