@@ -66,10 +66,12 @@ def canned_queries(multi_valued: list[str] | None = None) -> dict[str, dict[str,
             for prefix, queries in kinds for q in queries}
 
 
-def run_lint(conn: Any, multi_valued: list[str] | None = None) -> list[dict[str, Any]]:
-    """Run every check: [{name, title, level, description, columns, rows}]."""
+def run_lint(conn: Any, multi_valued: list[str] | None = None, only: str | None = None) -> list[dict[str, Any]]:
+    """Run every check, or the one named `only`: [{name, title, level, description, columns, rows}]."""
     results = []
     for check in checks(multi_valued):
+        if only is not None and check.name.removeprefix("lint_") != only:
+            continue
         cursor = conn.execute(check.sql)
         results.append({
             "name": check.name.removeprefix("lint_"), "title": check.title, "level": check.level,

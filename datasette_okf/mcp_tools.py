@@ -17,10 +17,10 @@ from mcp.types import ToolAnnotations
 
 from .embed import EmbeddingError
 from .graph import MAX_HOPS, WalkOptions, graph_expand
-from .lint import checks
+from .lint import checks, run_lint
 from .notes import read_concept, similar_ids
 from .retrieve import MODES, OutdatedDatabase, context_for as run_context_for
-from .web import MAX_QUESTION, visible_databases
+from .web import MAX_QUESTION, PLUGIN, visible_databases
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 MAX_BUDGET = 8000
@@ -133,22 +133,15 @@ def register(datasette: Any, mcp: MCPServer) -> None:
         (error or warning), what it means and how to fix it, and its findings
         (at most 50 rows each; `count` is the full number). With `check`, runs
         only that one (names as returned here, e.g. dead_links)."""
-        all_checks = {c.name.removeprefix("lint_"): c for c in checks((datasette.plugin_config("datasette-okf") or {})
-                                                                      .get("multi_valued_predicates"))}
-        if check is not None and check not in all_checks:
-            raise ToolError(f"Unknown check {check!r}. Checks: {', '.join(sorted(all_checks))}.")
+        multi_valued = (datasette.plugin_config(PLUGIN) or {}).get("multi_valued_predicates")
+        names = sorted(c.name.removeprefix("lint_") for c in checks(multi_valued))
+        if check is not None and check not in names:
+            raise ToolError(f"Unknown check {check!r}. Checks: {', '.join(names)}.")
         database = await database_for(ctx, db)
-        chosen = [all_checks[check]] if check else list(all_checks.values())
 
         def run(conn: Any) -> list[dict[str, Any]]:
-            out = []
-            for c in chosen:
-                cursor = conn.execute(c.sql)
-                columns = [d[0] for d in cursor.description]
-                rows = cursor.fetchall()
-                out.append({"name": c.name.removeprefix("lint_"), "title": c.title, "level": c.level,
-                            "description": c.description, "count": len(rows),
-                            "rows": [dict(zip(columns, r)) for r in rows[:MAX_LINT_ROWS]]})
-            return out
+            return [{**{k: r[k] for k in ("name", "title", "level", "description")}, "count": len(r["rows"]),
+                     "rows": [dict(zip(r["columns"], row)) for row in r["rows"][:MAX_LINT_ROWS]]}
+                    for r in run_lint(conn, multi_valued, only=check)]
 
         return {"database": database.name, "checks": await database.execute_fn(run)}

@@ -14,7 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from .lint import checks, operations
+from .lint import operations, run_lint
 
 SQL = next(q.sql for q in operations() if q.name == "okf_rebuild_candidates")
 EDIT_SLACK_SECONDS = 120  # a file written by the ingest itself is a little newer than its stamp
@@ -33,11 +33,9 @@ def rebuild_candidates(conn: Any) -> dict[str, list[dict[str, Any]]]:
         bundle = item["id"].split("/", 1)[0]
         item["would_lose"] = _losses(item, roots.get(bundle))
         candidates.append(item)
-    unreviewed_sql = next(c.sql for c in checks(None) if c.name.removeprefix("lint_") == "unreviewed_references")
-    cursor = conn.execute(unreviewed_sql)
-    columns = [c[0] for c in cursor.description]
-    unreviewed = [dict(zip(columns, row)) for row in cursor.fetchall()]
-    return {"candidates": candidates, "unreviewed_references": unreviewed}
+    [unreviewed] = run_lint(conn, only="unreviewed_references")
+    return {"candidates": candidates,
+            "unreviewed_references": [dict(zip(unreviewed["columns"], row)) for row in unreviewed["rows"]]}
 
 
 def _losses(item: dict[str, Any], root: Path | None) -> list[str]:
