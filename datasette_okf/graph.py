@@ -95,8 +95,6 @@ class WalkOptions:
         return weight
 
 
-# Every edge touching the frontier, seen from the frontier node (parent) out to the other end
-# (child), with what the walk needs to know about the child: one statement per hop.
 MAX_HOPS, MAX_SEEDS = 3, 100
 # Hard caps on what SQL callers may ask of the walk: time and memory stay bounded on any graph.
 LIMITS: dict[str, tuple[float, float]] = {
@@ -127,6 +125,8 @@ def walk_arguments(seeds: Any, hops: Any, options: Any) -> tuple[list[str], Walk
     return ids, walk
 
 
+# Every edge touching the frontier, seen from the frontier node (parent) out to the other end
+# (child), with what the walk needs to know about the child: one statement per hop.
 _STEPS_SQL = """
 select frontier.value, edges.dst, edges.predicate, edges.kind, edges.anchor, edges.date is not null,
        child.is_index, child.trust_tier, child.superseded_by is not null or child.status = 'superseded',
