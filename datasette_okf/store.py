@@ -171,9 +171,10 @@ def build(
         # reading the last committed state for the whole build. With a rollback journal the
         # writer's spilled cache locked them out for the rest of a build (minutes, for a
         # re-embed) and read-only readers, as Datasette opens files, could fail at commit on a
-        # journal they took for a hot one; the cache is kept in memory for those files.
+        # journal they took for a hot one; the cache is kept in memory for those files. (A new
+        # file has no readers: it spills as usual, or a 100k build would hold gigabytes.)
         was_wal = db.execute("pragma journal_mode").fetchone()[0] == "wal"
-        if not was_wal:
+        if in_place and not was_wal:
             db.execute("pragma cache_spill = off")
         with db.conn:
             ensure_schema(db)
