@@ -22,7 +22,7 @@ from dataclasses import astuple, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from .derived import is_derived_timeline
+from .derived import TIMELINE, is_derived_timeline
 from .frontmatter import FrontmatterError, parse_frontmatter, split_frontmatter
 from .links import PathIndex, RawLink, Resolution, find_headings, find_links, find_wikilinks, mask_code, slug
 from .titles import TitleIndex, words
@@ -294,7 +294,7 @@ def parse_bundle(
         if doc is None:
             unreadable.append(source.path)
             continue
-        if doc.path == "timeline.md" and is_derived_timeline(doc.body):
+        if doc.path == TIMELINE and is_derived_timeline(doc.body):
             unreadable.append(doc.path)  # our own derived view (seed 003 §3): a file, not a concept
             continue
         key = _id_key(doc.path)

@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 import yaml
 
-from .derived import derived_files_exist, write_derived
+from .derived import write_derived
 from .embed import DEFAULT_MODEL, EmbeddingError
 from .evaluate import as_table, evaluate as run_evaluation, load_golden
 from .lint import run_lint
@@ -105,9 +105,8 @@ def build(
     finally:
         bars.close()
     click.echo(summary(report))
-    into = [path.resolve().name for path in bundles] if write_bundle_files else []
-    changed = [] if report.up_to_date and derived_files_exist(output, [path for path in bundles if write_bundle_files]) \
-        else write_derived(output, into)  # an untouched database has the same derived files
+    changed = write_derived(output, [path.resolve().name for path in bundles] if write_bundle_files else [],
+                            database_unchanged=report.up_to_date)
     if changed:
         click.echo("derived: " + ", ".join(str(path) for path in changed))
     if strict and any(b.errors or b.warnings for b in report.bundles):

@@ -18,6 +18,7 @@ from typing import Any, Iterable
 from .links import markdown_link
 from .titles import STOPWORDS
 
+TIMELINE, KEYWORDS = "timeline.md", "wiki-trigger-keywords.txt"
 # First line of a timeline.md this tool wrote: the build does not index such a file as a concept.
 TIMELINE_MARKER = "<!-- derived by `datasette okf build` from the bundle's relations and log; edits are overwritten -->"
 KEYWORDS_HEADER = "# wiki-trigger-keywords.txt, derived by `datasette okf build`; edits are overwritten."
@@ -98,37 +99,35 @@ def keywords_text(keywords: list[str], database: Path) -> str:
     ]) + "\n"
 
 
-def write_derived(database: Path, into_bundles: Iterable[str] = ()) -> list[Path]:
+def write_derived(database: Path, into_bundles: Iterable[str] = (), database_unchanged: bool = False) -> list[Path]:
     """Write DB.timeline.md and DB.wiki-trigger-keywords.txt beside `database` (every bundle in it) and
     timeline.md and wiki-trigger-keywords.txt into the root of each bundle named in `into_bundles`.
+    An unchanged database has the same derived files: they are written only if one is missing.
     Returns the files whose bytes changed."""
     database = Path(database)
     conn = sqlite3.connect(database)  # not mode=ro: a read-only connection leaves the -wal and -shm files behind
     try:
         roots = {name: Path(b["path"]) for name, b in json.loads(
             conn.execute("select value from meta where key = 'bundles'").fetchone()[0]).items()}
+        timeline, keywords = _beside(database)
+        paths = [timeline, keywords] + [roots[name] / file for name in into_bundles for file in (TIMELINE, KEYWORDS)]
+        if database_unchanged and all(path.exists() for path in paths):
+            return []
         beside = {name: _relative(root, database.parent) for name, root in roots.items()}
         outputs = {
-            database.with_name(f"{database.stem}.timeline.md"): timeline_markdown(conn, beside),
-            database.with_name(f"{database.stem}.wiki-trigger-keywords.txt"):
-                keywords_text(trigger_keywords(conn, roots), database.resolve()),
+            timeline: timeline_markdown(conn, beside),
+            keywords: keywords_text(trigger_keywords(conn, roots), database.resolve()),
         }
         for name in into_bundles:
-            outputs[roots[name] / "timeline.md"] = timeline_markdown(conn, {name: ""})
-            outputs[roots[name] / "wiki-trigger-keywords.txt"] = keywords_text(
-                trigger_keywords(conn, [name]), database.resolve())
+            outputs[roots[name] / TIMELINE] = timeline_markdown(conn, {name: ""})
+            outputs[roots[name] / KEYWORDS] = keywords_text(trigger_keywords(conn, [name]), database.resolve())
     finally:
         conn.close()
     return [path for path, text in outputs.items() if _write_if_changed(path, text)]
 
 
-def derived_files_exist(database: Path, bundle_roots: Iterable[Path] = ()) -> bool:
-    """Whether the files a build derives are all there (beside `database`, and in each of `bundle_roots`)."""
-    database = Path(database)
-    paths = [database.with_name(f"{database.stem}.timeline.md"),
-             database.with_name(f"{database.stem}.wiki-trigger-keywords.txt")]
-    paths += [Path(root) / name for root in bundle_roots for name in ("timeline.md", "wiki-trigger-keywords.txt")]
-    return all(path.exists() for path in paths)
+def _beside(database: Path) -> tuple[Path, Path]:
+    return database.with_name(f"{database.stem}.{TIMELINE}"), database.with_name(f"{database.stem}.{KEYWORDS}")
 
 
 def is_derived_timeline(text: str) -> bool:
