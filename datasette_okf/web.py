@@ -65,14 +65,13 @@ async def parse(datasette, request) -> dict[str, Any]:
         raise BadRequest("q", "q is required: the question to answer")
     if len(question) > MAX_QUESTION:
         raise BadRequest("q", f"q is {len(question)} characters; at most {MAX_QUESTION}")
-    databases = await okf_databases(datasette)
     name = args.get("db")
     if not name:
         visible = await visible_databases(datasette, request.actor)
         if len(visible) != 1:
             raise BadRequest("db", f"db is required when {len(visible)} OKF databases are visible: {', '.join(visible)}")
         name = visible[0]
-    elif name not in databases:
+    elif name not in await okf_databases(datasette):
         raise BadRequest("db", f"unknown OKF database {name!r}")
     mode = args.get("mode") or config["mode"]
     if mode not in MODES:
