@@ -14,13 +14,14 @@ from __future__ import annotations
 import hashlib
 import os
 import socket
-import threading
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence, TypeVar
 from urllib.parse import urlparse
 
 import llm
+
+from .deadline import DeadlineExceeded, call_with_deadline
 
 DEFAULT_MODEL = "okf-minilm-l6-int8"
 DEFAULT_ALIASES = ("okf-minilm",)
@@ -145,32 +146,15 @@ def embed_query(model_id: str, text: str) -> bytes:
 
 
 def with_deadline(call: Callable[[], T], what: str, seconds: float | None = None) -> T:
-    """Run `call` in a worker thread; raise EmbeddingError if it has not finished in time.
-
-    A plugin client with no read timeout blocks forever on a server that
-    accepts and never replies; the stuck thread is a daemon and dies with the
-    process.
-    """
+    """Run `call` under a deadline (`OKF_MODEL_DEADLINE`); EmbeddingError if it has not finished in time."""
     seconds = deadline_seconds() if seconds is None else seconds
-    result: dict[str, Any] = {}
-
-    def run() -> None:
-        try:
-            result["value"] = call()
-        except BaseException as error:  # handed to the caller below
-            result["error"] = error
-
-    worker = threading.Thread(target=run, name="okf-embedding-call", daemon=True)
-    worker.start()
-    worker.join(seconds)
-    if worker.is_alive():
+    try:
+        return call_with_deadline(call, seconds, name="okf-embedding-call")
+    except DeadlineExceeded:
         raise EmbeddingError(
             f"{what}: no answer within {seconds:g} s. llm plugins ask their servers here; "
             f"an Ollama server at {ollama_host()} that accepts connections but never replies does this"
-        )
-    if "error" in result:
-        raise result["error"]
-    return result["value"]
+        ) from None
 
 
 def ollama_host() -> str:
