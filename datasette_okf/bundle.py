@@ -179,12 +179,13 @@ def rows(records: Iterable[Any]) -> list[dict[str, Any]]:
 # ------------------------------------------------------------------ scanning
 
 
-def scan_bundle(root: Path | str, max_bytes: int = MAX_FILE_BYTES) -> ScannedBundle:
+def scan_bundle(root: Path | str, max_bytes: int = MAX_FILE_BYTES, skip: set[Path] = frozenset()) -> ScannedBundle:
     """List a bundle's files and read its markdown, never leaving the root.
 
     Hidden folders (`.obsidian`, `.git`, `.trash`) are skipped; symlinks are
     followed only when they resolve inside the root; oversized and binary files
-    are reported and not parsed.
+    are reported and not parsed. `skip` holds real paths never to list: the
+    build's own outputs, when the database is written inside the bundle.
     """
     root = Path(root)
     real_root = root.resolve()
@@ -208,6 +209,8 @@ def scan_bundle(root: Path | str, max_bytes: int = MAX_FILE_BYTES) -> ScannedBun
                 continue
             rel = posixpath.join(rel_folder, filename)
             full = Path(folder) / filename
+            if full in skip:
+                continue
             if full.is_symlink():
                 try:
                     target = full.resolve(strict=True)

@@ -10,12 +10,17 @@ from pathlib import Path
 import click
 import yaml
 
-from .derived import write_derived
 from .embed import DEFAULT_MODEL, EmbeddingError
 from .evaluate import as_table, evaluate as run_evaluation, load_golden
 from .lint import run_lint
 from .retrieve import MODES, connection, context_for
-from .store import BuildError, BuildReport, Progress, build as build_database
+from .store import BuildError, BuildRefused, BuildReport, Progress, build as build_database
+
+
+class Refused(click.ClickException):
+    """A request the user must change (another file at -o, a file in use): exit 2, as for a usage error."""
+
+    exit_code = 2
 
 
 @click.group()
@@ -34,6 +39,9 @@ class _Bars(Progress):
         self.close()
         self.bar = click.progressbar(length=total, label=label, file=sys.stderr, show_pos=True, **extra)
         self.bar.__enter__()
+
+    def waiting(self, message: str) -> None:
+        click.echo(message, err=True)
 
     def files(self, total: int) -> None:
         self._open(total, "Reading bundle files")
@@ -85,31 +93,43 @@ class _Bars(Progress):
     "--write-bundle-files", is_flag=True,
     help="Also write timeline.md and wiki-trigger-keywords.txt into each bundle's root",
 )
+@click.option("--force", is_flag=True, help="Overwrite -o even if it is not a datasette-okf database")
+@click.option(
+    "--lock-timeout", type=click.FloatRange(min=0), default=60, show_default=True,
+    help="Seconds to wait for another build of the same database to finish",
+)
 def build(
     bundles: tuple[Path, ...], output: Path | None, prune: bool, strict: bool, model: str | None, no_embed: bool,
-    link_mentions: bool, write_bundle_files: bool,
+    link_mentions: bool, write_bundle_files: bool, force: bool, lock_timeout: float,
 ):
     """Build BUNDLE folders (OKF bundles or Obsidian vaults) into one SQLite file.
 
     Unchanged input leaves the database untouched; the database is replaced
-    only when the whole build succeeded.
+    only when the whole build succeeded. Only an empty file or a database
+    this command built is written to (--force overrides); builds of one
+    database wait for each other.
     """
     output = output or Path("build") / f"{bundles[0].resolve().name}.db"
     bars = _Bars()
     try:
         report = build_database(
-            bundles, output, prune=prune, embed=not no_embed, model=model, progress=bars, link_mentions=link_mentions
+            bundles, output, prune=prune, embed=not no_embed, model=model, progress=bars, link_mentions=link_mentions,
+            force=force, lock_timeout=lock_timeout, derived_files=True,
+            into_bundles=[path.resolve().name for path in bundles] if write_bundle_files else [],
         )
+    except BuildRefused as error:
+        raise Refused(str(error))
     except (BuildError, EmbeddingError) as error:
         raise click.ClickException(str(error))
     finally:
         bars.close()
     click.echo(summary(report))
-    changed = write_derived(output, [path.resolve().name for path in bundles] if write_bundle_files else [],
-                            database_unchanged=report.up_to_date)
-    if changed:
-        click.echo("derived: " + ", ".join(str(path) for path in changed))
-    if strict and any(b.errors or b.warnings for b in report.bundles):
+    if report.derived:
+        click.echo("derived: " + ", ".join(str(path) for path in report.derived))
+    for problem in (report.wal_pending, report.derived_error):
+        if problem:
+            click.echo(f"Error: {problem}", err=True)
+    if report.wal_pending or report.derived_error or (strict and any(b.errors or b.warnings for b in report.bundles)):
         sys.exit(1)
 
 
@@ -215,7 +235,8 @@ def summary(report: BuildReport) -> str:
     """One screen: per bundle, concepts, edges by kind, link problems, issues."""
     lines = []
     for b in report.bundles:
-        state = "up to date, file not touched" if b.up_to_date else f"{b.changed} written, {b.unchanged} unchanged"
+        untouched = "folded in the write-ahead log an earlier build left" if report.wal_folded else "file not touched"
+        state = f"up to date, {untouched}" if b.up_to_date else f"{b.changed} written, {b.unchanged} unchanged"
         lines.append(f"{b.name}: {b.concepts} concepts + {b.index_nodes} index nodes, {b.chunks} chunks ({state})")
         edges = ", ".join(f"{n} {kind}" for kind, n in b.edges_by_kind.items()) or "none"
         lines.append(f"  edges: {sum(b.edges_by_kind.values())} ({edges})")

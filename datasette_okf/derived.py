@@ -25,6 +25,15 @@ KEYWORDS_HEADER = "# wiki-trigger-keywords.txt, derived by `datasette okf build`
 _ISO_DATE = re.compile(r"^\d{4}(-\d{2}(-\d{2})?)?")
 
 
+class DerivedFileError(Exception):
+    """Derived files could not be written (the message names each); the database itself is built, and
+    `written` lists the files that were."""
+
+    def __init__(self, message: str, written: list[Path]):
+        super().__init__(message)
+        self.written = written
+
+
 def timeline_markdown(conn: sqlite3.Connection, bundles: dict[str, str]) -> str:
     """Every date-qualified relation and every log entry, grouped by date, oldest first.
 
@@ -109,7 +118,7 @@ def write_derived(database: Path, into_bundles: Iterable[str] = (), database_unc
     try:
         roots = {name: Path(b["path"]) for name, b in json.loads(
             conn.execute("select value from meta where key = 'bundles'").fetchone()[0]).items()}
-        timeline, keywords = _beside(database)
+        timeline, keywords = derived_paths(database)
         paths = [timeline, keywords] + [roots[name] / file for name in into_bundles for file in (TIMELINE, KEYWORDS)]
         if database_unchanged and all(path.exists() for path in paths):
             return []
@@ -123,10 +132,20 @@ def write_derived(database: Path, into_bundles: Iterable[str] = (), database_unc
             outputs[roots[name] / KEYWORDS] = keywords_text(trigger_keywords(conn, [name]), database.resolve())
     finally:
         conn.close()
-    return [path for path, text in outputs.items() if _write_if_changed(path, text)]
+    written, problems = [], []
+    for path, text in outputs.items():
+        try:
+            if _write_if_changed(path, text):
+                written.append(path)
+        except OSError as error:
+            problems.append(f"could not write the derived file {path}: {error.strerror or error}")
+    if problems:
+        raise DerivedFileError("; ".join(problems), written)
+    return written
 
 
-def _beside(database: Path) -> tuple[Path, Path]:
+def derived_paths(database: Path) -> tuple[Path, Path]:
+    """DB.timeline.md and DB.wiki-trigger-keywords.txt beside `database`."""
     return database.with_name(f"{database.stem}.{TIMELINE}"), database.with_name(f"{database.stem}.{KEYWORDS}")
 
 
@@ -160,10 +179,15 @@ def _relative(root: Path, start: Path) -> str:
 
 
 def _write_if_changed(path: Path, text: str) -> bool:
+    """Replace `path` atomically if its bytes would change; nothing is left behind if that fails."""
     data = text.encode("utf-8")
-    if path.exists() and path.read_bytes() == data:
-        return False
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temporary.write_bytes(data)
-    os.replace(temporary, path)
+    try:
+        if path.is_file() and path.read_bytes() == data:
+            return False
+        temporary.write_bytes(data)
+        os.replace(temporary, path)
+    except OSError:
+        temporary.unlink(missing_ok=True)
+        raise
     return True

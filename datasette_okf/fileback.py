@@ -73,12 +73,11 @@ def file_back(
     _log(bundle_dir / "log.md", now, f"Filed back {markdown_link(title, '/' + relative)}: an answer by {model_id} to "
          f"\u201c{' '.join(question.split())}\u201d, citing {len(concepts)} note{'s' if len(concepts) != 1 else ''}.")
     if rebuild:  # the same steps as a build (seed 003 §7.2): the database, then the derived files
-        from .derived import KEYWORDS, TIMELINE, write_derived
+        from .derived import KEYWORDS, TIMELINE
         from .store import build
 
-        build([bundle_dir], database, embed=has_vectors)
         opted_in = any((bundle_dir / f).exists() for f in (TIMELINE, KEYWORDS))
-        write_derived(Path(database), [name] if opted_in else [])
+        build([bundle_dir], database, embed=has_vectors, derived_files=True, into_bundles=[name] if opted_in else [])
     return page
 
 

@@ -10,12 +10,15 @@ the file is not touched at all.
 
 from __future__ import annotations
 
+import errno
 import functools
 import gc
 import glob
 import json
 import os
+import shutil
 import time
+import urllib.parse
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -28,7 +31,9 @@ from sqlite_utils.utils import sqlite3  # pysqlite3 where installed, as sqlite-u
 from . import __version__
 from .bundle import Bundle, Concept, ScannedBundle, cache_key, parse_bundle, rows, scan_bundle
 from .chunks import embedding_text, split_into_chunks, text_hash
+from .derived import DerivedFileError, derived_paths, write_derived
 from .embed import canonical_id, dimensions, embed_texts, get_model
+from .locks import LOCK_SUFFIX, LockTimeout, build_lock, held_open
 from .sqlfunctions import load_sqlite_vec
 
 T = TypeVar("T")
@@ -39,7 +44,11 @@ FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
 
 
 class BuildError(Exception):
-    """The build was refused; the existing database was not changed."""
+    """The build was refused or failed; the existing database was not changed."""
+
+
+class BuildRefused(BuildError):
+    """The output is not ours to write now: another file, in use, or locked by another build."""
 
 
 @dataclass
@@ -75,6 +84,10 @@ class BuildReport:
     bundles: list[BundleReport]
     embedding: EmbedReport | None = None
     seconds: float = 0.0
+    wal_pending: str | None = None  # why the .db does not stand alone yet (its -wal holds the newest data)
+    wal_folded: bool = False  # a no-change build folded in a log an earlier build could not
+    derived: list[Path] = field(default_factory=list)  # derived files whose bytes changed
+    derived_error: str | None = None
 
     @property
     def up_to_date(self) -> bool:
@@ -84,6 +97,7 @@ class BuildReport:
 class Progress:
     """What a build reports while it runs; the CLI draws bars, the default says nothing."""
 
+    def waiting(self, message: str) -> None: ...
     def files(self, total: int) -> None: ...
     def file(self, path: str) -> None: ...
     def embedding(self, total: int, model: str) -> None: ...
@@ -117,27 +131,62 @@ def build(
     model: str | None = None,
     progress: Progress | None = None,
     link_mentions: bool = False,
+    force: bool = False,
+    lock_timeout: float = 60.0,
+    derived_files: bool = False,
+    into_bundles: Iterable[str] = (),
 ) -> BuildReport:
     """Build (or update) `output` from one or more bundle folders.
 
     With `embed`, every chunk gets a vector from `model` (default: the model
     the file was built with, else the embedded MiniLM); a different model
-    re-embeds everything.
+    re-embeds everything. Only an empty file or a datasette-okf database is
+    ever written to, unless `force`; builds of one output wait for each other
+    (up to `lock_timeout` seconds). With `derived_files`, the timeline and
+    trigger keywords are rewritten beside the database (and into the roots of
+    the bundles named in `into_bundles`) while the build still holds the lock.
     """
     started = time.perf_counter()
     progress = progress or Progress()
     output = Path(output)
-    scanned = [scan_bundle(Path(p)) for p in bundle_paths]
+    roots = [Path(p) for p in bundle_paths]
+    for root in roots:
+        if not root.is_dir():
+            raise BuildError(f"{root} is not a folder")
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        _check_writable(output)
+        with build_lock(output, lock_timeout, progress.waiting):
+            _refuse_foreign_file(output, force)
+            report = _build_locked(roots, output, prune, embed, model, progress, link_mentions)
+            if derived_files:
+                report.derived, report.derived_error = _write_derived(output, into_bundles, report.up_to_date)
+    except LockTimeout as error:
+        raise BuildRefused(str(error)) from None
+    except (sqlite3.Error, OSError) as error:
+        raise BuildError(_explain(error, output)) from error
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _build_locked(
+    roots: list[Path], output: Path, prune: bool, embed: bool, model: str | None, progress: Progress,
+    link_mentions: bool,
+) -> BuildReport:
+    """The build proper, once this process alone may write `output`."""
+    scanned = [scan_bundle(root, skip=build_outputs(output)) for root in roots]
     clash = [n for n, count in Counter(s.name for s in scanned).items() if count > 1]
     if clash:
         raise BuildError(f"two bundles share the folder name {clash[0]!r}; concept ids would collide")
     for s in scanned:
-        if not s.root.is_dir():
-            raise BuildError(f"{s.root} is not a folder")
         if not s.files:
             raise BuildError(f"{s.root} has no markdown (.md) files: nothing to build (a typo in the path?)")
     progress.files(sum(len(s.files) for s in scanned))
 
+    # A log an earlier build could not fold into the file (a full disk) is folded first: never call an
+    # incomplete file up to date.
+    leftover = _log_has_frames(output)
+    wal_pending = _fold_leftover_wal(output) if leftover else None
     previous = _previous_state(output)
     target_model = canonical_id(model or previous.get("embedding_model"))
     if (
@@ -146,23 +195,18 @@ def build(
         and all(previous["fingerprints"].get(s.name) == _fingerprint(s, link_mentions) for s in scanned)
         and (not embed or (previous.get("embedding_model") == target_model and previous["unembedded"] == 0))
     ):
-        report = BuildReport(output, [_report_from_db(output, s.name) for s in scanned])
-        report.seconds = time.perf_counter() - started
-        return report
+        return BuildReport(output, [_report_from_db(output, s.name) for s in scanned], wal_folded=leftover and not wal_pending,
+                           wal_pending=_pending_message(output, wal_pending) if wal_pending else None)
     embedding_model = get_model(target_model) if embed else None  # fail before any work
 
-    output.parent.mkdir(parents=True, exist_ok=True)
     # A current-format file is updated in place inside one transaction: SQLite's journal
     # rolls it back on any failure, Ctrl-C or crash, so the previous database survives
     # whole. Anything else is built in a temporary file swapped in only on success.
     in_place = bool(previous)
     _remove_abandoned_temporary_files(output)
     target = output if in_place else output.with_name(f".{output.name}.{os.getpid()}.tmp")
-    if not in_place and Path(f"{output}-wal").exists() and not _release_wal(output):
-        raise BuildError(
-            f"{output} is open in write-ahead-log mode by another process (a running Datasette?); "
-            "replacing it under that process would corrupt it. Stop it, then build again."
-        )
+    if not in_place:
+        _make_way_for_a_new_file(output)
     db = None
     try:
         db = connect(target)
@@ -190,26 +234,32 @@ def build(
             embedded = None
             if embedding_model is not None:
                 embedded = _embed_missing(db, embedding_model, target_model, progress)
-        for r in reports:
-            _fill_report(db, r)
+            for r in reports:
+                _fill_report(db, r)
+            if was_wal:
+                _check_room_to_checkpoint(db, target)
+        # Committed. Nothing below may lose it; what cannot be done is said, not raised.
+        wal_pending = None
         if was_wal:  # everything into the main file, so that it can be copied on its own
-            db.execute("pragma wal_checkpoint(truncate)")
-        else:  # only after success: a failed build leaves the file byte for byte as it was
-            db.execute("pragma journal_mode = wal")
+            wal_pending = _checkpoint(db)
+        else:
+            try:  # only after success: a failed build leaves the file byte for byte as it was
+                db.execute("pragma journal_mode = wal")
+            except sqlite3.Error:
+                if not in_place:
+                    raise
+                # an updated file left in rollback-journal mode is complete; the next build retries
         db.conn.close()
         if not in_place:
+            _keep_owner_and_mode(output, target)
             os.replace(target, output)
     except BaseException:
         if db is not None:
             db.conn.close()
         if not in_place:
-            target.unlink(missing_ok=True)
-            for suffix in ("-wal", "-shm", "-journal"):
-                Path(f"{target}{suffix}").unlink(missing_ok=True)
+            _remove_temporary(target)
         raise
-    report = BuildReport(output, reports, embedded)
-    report.seconds = time.perf_counter() - started
-    return report
+    return BuildReport(output, reports, embedded, wal_pending=_pending_message(output, wal_pending) if wal_pending else None)
 
 
 def _remove_abandoned_temporary_files(output: Path) -> None:
@@ -218,22 +268,7 @@ def _remove_abandoned_temporary_files(output: Path) -> None:
     for leftover in output.parent.glob(f".{glob.escape(output.name)}.*.tmp"):
         pid = leftover.name[len(output.name) + 2 : -len(".tmp")]
         if pid.isdigit() and not _process_alive(int(pid)):
-            leftover.unlink(missing_ok=True)
-            for suffix in ("-journal", "-wal", "-shm"):
-                leftover.with_name(leftover.name + suffix).unlink(missing_ok=True)
-
-
-def _release_wal(path: Path) -> bool:
-    """Fold a leftover write-ahead log into `path` and leave rollback mode, which SQLite allows only
-    when no other connection has the file open. False: another process is using it."""
-    try:
-        conn = sqlite3.connect(path, timeout=0.5)
-        try:
-            return conn.execute("pragma journal_mode = delete").fetchone()[0] == "delete"
-        finally:
-            conn.close()
-    except sqlite3.DatabaseError as error:
-        return "locked" not in str(error) and "busy" not in str(error)  # not a database: replace it
+            _remove_temporary(leftover)
 
 
 def _process_alive(pid: int) -> bool:
@@ -244,6 +279,199 @@ def _process_alive(pid: int) -> bool:
     except PermissionError:  # someone else's process
         return True
     return True
+
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+SIDE_FILES = ("-wal", "-shm", "-journal")
+
+
+def file_uri(path: Path | str, **parameters: str) -> str:
+    """A `file:` URI for `path` that survives `#`, `?`, `%` and spaces in the name."""
+    query = urllib.parse.urlencode(parameters)
+    return f"file:{urllib.parse.quote(str(Path(path).resolve()))}" + (f"?{query}" if query else "")
+
+
+def file_kind(path: Path) -> str:
+    """"empty", "okf" (a datasette-okf database, any format version), "sqlite" (someone else's) or "other".
+
+    Read with `immutable=1`: looking creates no -wal or -shm file and takes no lock."""
+    with open(path, "rb") as handle:
+        header = handle.read(len(SQLITE_HEADER))
+    if not header:
+        return "empty"
+    if header != SQLITE_HEADER:
+        return "other"
+    try:
+        conn = sqlite3.connect(file_uri(path, immutable="1"), uri=True)
+        try:
+            tables = {row[0] for row in conn.execute("select name from sqlite_master where type = 'table'")}
+            ours = {"concepts", "meta"} <= tables and conn.execute(
+                "select 1 from meta where key = 'format_version'").fetchone() is not None
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return "sqlite"
+    return "okf" if ours else "sqlite"
+
+
+def _check_writable(output: Path) -> None:
+    """Say so before anything is opened: SQLite would open a read-only file read-only and leave -wal and
+    -shm files beside it, and a lock or temporary file cannot be made in a read-only folder."""
+    folder = output.parent
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise BuildError(f"cannot write in {folder} (read-only folder or permission denied): the build writes "
+                         f"{output.name} and SQLite's -wal and -shm files there; the database was not changed")
+    if output.exists() and not os.access(output, os.W_OK):
+        raise BuildError(f"cannot write {output}: the file is read-only; the database was not changed")
+
+
+def _refuse_foreign_file(output: Path, force: bool) -> None:
+    """Only an empty file or one of our databases is ever replaced or updated, unless `force`."""
+    if force or not output.exists():
+        return
+    if output.is_dir():
+        raise BuildRefused(f"{output} is a folder; -o names the database file to write")
+    kind = file_kind(output)
+    if kind in ("empty", "okf"):
+        return
+    what = "a SQLite database that datasette-okf did not build" if kind == "sqlite" else "not a SQLite database"
+    raise BuildRefused(f"{output} is {what}; refusing to replace it. Choose another -o, or pass --force to overwrite it.")
+
+
+def build_outputs(output: Path) -> set[Path]:
+    """Every file a build of `output` writes, as real paths: a bundle holding its own output never indexes them."""
+    real = Path(os.path.realpath(output))
+    return {real, *(Path(f"{real}{suffix}") for suffix in (*SIDE_FILES, LOCK_SUFFIX)), *derived_paths(real)}
+
+
+def _make_way_for_a_new_file(output: Path) -> None:
+    """Before a new file takes `output`'s name: refuse while another process has the old one open (it
+    would go on reading the replaced or deleted file), and never let an old write-ahead log or shared
+    memory file be applied to the new file: fold the log into the old file, or drop what a deleted
+    file left."""
+    if held_open(output):
+        if output.exists():
+            raise BuildRefused(
+                f"{output} is open in write-ahead-log mode by another process (a running Datasette?); "
+                "replacing it under that process would corrupt it. Stop it, then build again."
+            )
+        raise BuildRefused(
+            f"{output} was deleted, but another process (a running Datasette?) still has it open and would go "
+            "on answering from the deleted file. Stop it, then build again."
+        )
+    if output.exists() and Path(f"{output}-wal").exists():
+        try:  # leaving write-ahead-log mode folds the log into the file and removes it
+            conn = sqlite3.connect(output, timeout=0.5)
+            try:
+                conn.execute("pragma journal_mode = delete")
+            finally:
+                conn.close()
+        except sqlite3.DatabaseError:
+            pass  # not a database (a --force overwrite): nothing to fold
+    for suffix in ("-wal", "-shm"):
+        Path(f"{output}{suffix}").unlink(missing_ok=True)
+
+
+def _remove_temporary(target: Path) -> None:
+    target.unlink(missing_ok=True)
+    for suffix in SIDE_FILES:
+        Path(f"{target}{suffix}").unlink(missing_ok=True)
+
+
+def _keep_owner_and_mode(output: Path, replacement: Path) -> None:
+    """A rebuilt file keeps the permissions (and, when root rebuilds it, the owner) of the one it replaces."""
+    try:
+        old = output.stat()
+    except FileNotFoundError:
+        return
+    os.chmod(replacement, old.st_mode & 0o7777)
+    if os.geteuid() == 0:
+        os.chown(replacement, old.st_uid, old.st_gid)
+
+
+CHECKPOINT_MARGIN = 1 << 20
+
+
+def free_bytes(folder: Path) -> int:
+    return shutil.disk_usage(folder).free
+
+
+def _check_room_to_checkpoint(db: sqlite_utils.Database, path: Path) -> None:
+    """Refuse, and so roll back, before committing what could not then be folded into the main file.
+
+    After the commit the new pages sit in the write-ahead log; folding them in grows the main file
+    by the database's growth. Committed but not folded, the `.db` alone would be incomplete, and
+    neither "as it was" nor "built" would be true. What is left to write to the log at the commit
+    is at most the page cache."""
+    page_size = db.execute("pragma page_size").fetchone()[0]
+    growth = max(0, db.execute("pragma page_count").fetchone()[0] * page_size - path.stat().st_size)
+    cache = db.execute("pragma cache_size").fetchone()[0]
+    needed = growth + (-cache * 1024 if cache < 0 else cache * page_size) + CHECKPOINT_MARGIN
+    free = free_bytes(path.parent)
+    if free < needed:
+        raise BuildError(
+            f"not enough free space to finish {path}: about {needed / 1e6:.1f} MB needed, {free / 1e6:.1f} MB free "
+            f"on {path.parent}; the database was not changed"
+        )
+
+
+def _checkpoint(db: sqlite_utils.Database) -> str | None:
+    """Fold the write-ahead log into the main file and empty it; None when done, else why not."""
+    for attempt in range(5):
+        try:
+            busy = db.execute("pragma wal_checkpoint(truncate)").fetchone()[0]
+        except sqlite3.Error as error:
+            return str(error)
+        if not busy:
+            return None
+        time.sleep(0.2 * (attempt + 1))
+    return "readers kept the log busy"
+
+
+def _log_has_frames(output: Path) -> bool:
+    wal = Path(f"{output}-wal")
+    return wal.exists() and wal.stat().st_size > 0 and output.exists()
+
+
+def _fold_leftover_wal(output: Path) -> str | None:
+    """Fold in a log an earlier checkpoint could not; None when done, else why not."""
+    db = connect(output)
+    try:
+        return _checkpoint(db)
+    finally:
+        db.conn.close()
+
+
+def _pending_message(output: Path, reason: str) -> str:
+    return (
+        f"{output} is built, but its write-ahead log could not be folded into it ({reason}). The newest data "
+        f"is safe in {output}-wal, which SQLite reads with it; until a later build folds it in (free some space "
+        f"first if the disk is full), copy {output} together with {output}-wal, or with `sqlite3 {output} .backup COPY`."
+    )
+
+
+def _explain(error: BaseException, output: Path) -> str:
+    """A one-line reason for an operating-system or SQLite failure during a build (no build was committed)."""
+    text = str(error)
+    code = getattr(error, "errno", None)
+    where = getattr(error, "filename", None) or output
+    if code == errno.ENOSPC or "disk is full" in text:
+        return f"disk full while writing {output}; the database was not changed (free some space, then build again)"
+    if code in (errno.EACCES, errno.EPERM, errno.EROFS) or "readonly" in text or "read-only" in text:
+        return (f"cannot write {where}: permission denied or read-only file system (the file and its folder must "
+                f"be writable); the database was not changed")
+    if "unable to open database file" in text:
+        return f"cannot open {output} for writing (is its folder writable?); the database was not changed"
+    if isinstance(error, OSError):
+        return f"{where}: {error.strerror or text}; the database was not changed"
+    return f"building {output} failed: {text}; the database was not changed"
+
+
+def _write_derived(output: Path, into_bundles: Iterable[str], unchanged: bool) -> tuple[list[Path], str | None]:
+    try:
+        return write_derived(output, list(into_bundles), database_unchanged=unchanged), None
+    except DerivedFileError as error:
+        return error.written, str(error)
 
 
 def connect(path: Path | str) -> sqlite_utils.Database:

@@ -1,9 +1,17 @@
 """`datasette okf build`: the command a user runs, and what it prints."""
 
+import contextlib
 import os
+import sqlite3
+import subprocess
+import sys
 
+import pytest
 from click.testing import CliRunner
 from datasette.cli import cli
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from datasette_okf.store import FORMAT_VERSION, file_kind
 
 from .conftest import write_bundle
 
@@ -57,3 +65,220 @@ def test_refused_prune_is_a_clean_error(tmp_path):
     result = CliRunner().invoke(cli, ["okf", "build", "--no-embed", str(bundle), "-o", str(out), "--prune"])
     assert result.exit_code == 1
     assert "refusing to prune 'kb'" in result.output
+
+
+# -o never replaces a file that is not ours -------------------------------------------------------------
+
+
+
+
+
+def invoke(*args):
+    """The command as a user runs it: errors are printed (never raised), and the exit code kept."""
+    return CliRunner().invoke(cli, ["okf", "build", "--no-embed", *args])
+
+
+def snapshot(folder):
+    """Every file in `folder` with its bytes: what must not change when a build is refused."""
+    return {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
+
+
+@pytest.fixture
+def kb(tmp_path):
+    return write_bundle(tmp_path / "kb", {"a.md": "---\ntype: T\n---\nSee [b](b.md).\n", "b.md": "---\ntype: T\n---\nb\n"})
+
+
+def someone_elses_database(path):
+    conn = sqlite3.connect(path)
+    conn.execute("create table customers (id integer primary key, name text)")
+    conn.execute("insert into customers (name) values ('Ada'), ('Grace')")
+    conn.commit()
+    conn.close()
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "text"])
+def test_o_refuses_a_file_that_is_not_a_datasette_okf_database(kb, tmp_path, kind):
+    target = tmp_path / "out" / "important.db"
+    target.parent.mkdir()
+    if kind == "sqlite":
+        someone_elses_database(target)
+    else:
+        target.write_text("my notes, not a database\n")
+    before = snapshot(target.parent)
+    result = invoke(str(kb), "-o", str(target))
+    assert result.exit_code == 2
+    assert result.exception is None or isinstance(result.exception, SystemExit)  # no traceback
+    [message] = [line for line in result.output.splitlines() if line.strip()]
+    assert str(target) in message and "--force" in message
+    assert ("did not build" if kind == "sqlite" else "not a SQLite database") in message
+    assert snapshot(target.parent) == before  # byte-identical, and no -wal, -shm, lock or temporary file
+
+
+def test_force_overwrites_it_and_an_empty_file_is_simply_used(kb, tmp_path):
+    target = tmp_path / "important.db"
+    someone_elses_database(target)
+    assert invoke(str(kb), "-o", str(target), "--force").exit_code == 0
+    assert file_kind(target) == "okf"
+    empty = tmp_path / "empty.db"
+    empty.touch()
+    assert invoke(str(kb), "-o", str(empty)).exit_code == 0
+    assert file_kind(empty) == "okf"
+
+
+def test_a_database_of_an_older_format_is_upgraded_without_force(kb, tmp_path):
+    target = tmp_path / "kb.db"
+    assert invoke(str(kb), "-o", str(target)).exit_code == 0
+    conn = sqlite3.connect(target)
+    conn.execute("update meta set value = '1' where key = 'format_version'")
+    conn.commit()
+    conn.close()
+    assert invoke(str(kb), "-o", str(target)).exit_code == 0
+    conn = sqlite3.connect(target)
+    assert conn.execute("select value from meta where key = 'format_version'").fetchone()[0] == FORMAT_VERSION
+
+
+def _sqlite_file(tables: list[str]) -> bytes:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        conn = sqlite3.connect(os.path.join(folder, "x.db"))
+        conn.execute("pragma user_version = 7")  # a valid file even with no table
+        for name in tables:
+            conn.execute(f'create table "{name}" (key text, value text)')
+        if "meta" in tables:
+            conn.execute("insert into meta values ('owner', 'someone else')")  # a meta table, but not ours
+        conn.commit()
+        conn.close()
+        return open(os.path.join(folder, "x.db"), "rb").read()
+
+
+existing_files = st.one_of(
+    st.binary(min_size=1, max_size=2000),
+    st.text(min_size=1, max_size=500).map(lambda text: text.encode("utf-8")),
+    st.binary(max_size=500).map(lambda tail: b"SQLite format 3\x00" + tail),  # the header, then garbage
+    st.lists(st.sampled_from(["customers", "meta", "concepts", "edges", "notes"]), min_size=0, max_size=4,
+             unique=True).map(_sqlite_file),
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(content=existing_files)
+def test_nothing_but_a_datasette_okf_database_is_ever_modified(kb, tmp_path_factory, content):
+    folder = tmp_path_factory.mktemp("o")
+    target = folder / "out.db"
+    target.write_bytes(content)
+    before = snapshot(folder)
+    result = invoke(str(kb), "-o", str(target))
+    assert result.exit_code == 2, result.output
+    assert snapshot(folder) == before
+
+
+# two builds of one output at once ----------------------------------------------------------------------
+
+HELD_BUILD = """
+import pathlib, sys, time
+from datasette_okf import store
+original = store._write_bundle
+def held(*args, **kwargs):
+    print("writing", flush=True)
+    go = pathlib.Path(sys.argv[3])
+    deadline = time.monotonic() + 60
+    while not go.exists() and time.monotonic() < deadline:  # until the test has seen the other build wait
+        time.sleep(0.05)
+    return original(*args, **kwargs)
+store._write_bundle = held
+store.build([sys.argv[1]], sys.argv[2], embed=False)
+"""
+
+
+@pytest.mark.parametrize("existing", [False, True], ids=["new file", "existing file"])
+def test_two_builds_at_once_wait_for_each_other_and_keep_both_bundles(tmp_path, existing):
+    alpha = write_bundle(tmp_path / "alpha", {"a.md": "---\ntype: T\ntitle: Alpha Note\n---\na\n"})
+    beta = write_bundle(tmp_path / "beta", {"b.md": "---\ntype: T\ntitle: Beta Note\n---\nb\n"})
+    target, go = tmp_path / "shared.db", tmp_path / "go"
+    if existing:
+        gamma = write_bundle(tmp_path / "gamma", {"g.md": "---\ntype: T\ntitle: Gamma Note\n---\ng\n"})
+        assert invoke(str(gamma), "-o", str(target)).exit_code == 0
+    first = subprocess.Popen([sys.executable, "-c", HELD_BUILD, str(alpha), str(target), str(go)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert first.stdout.readline().strip() == "writing"  # it holds the lock, mid-build
+    second = subprocess.Popen([sys.executable, "-m", "datasette", "okf", "build", "--no-embed", str(beta), "-o", str(target)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    waiting = second.stderr.readline()
+    go.touch()  # let the first one finish
+    first_err = first.communicate(timeout=120)[1]
+    second_out, second_err = second.communicate(timeout=120)
+    assert "waiting for another build of" in waiting
+    assert first.returncode == 0, first_err
+    assert second.returncode == 0, second_err
+    titles = {row[0] for row in sqlite3.connect(target).execute("select title from concepts")}
+    assert {"Alpha Note", "Beta Note"} | ({"Gamma Note"} if existing else set()) <= titles
+    assert not (tmp_path / "shared.db.lock").exists()
+
+
+def test_a_build_gives_up_after_lock_timeout_and_changes_nothing(kb, tmp_path):
+    from datasette_okf.locks import build_lock
+
+    target = tmp_path / "kb.db"
+    assert invoke(str(kb), "-o", str(target)).exit_code == 0
+    (kb / "a.md").write_text("---\ntype: T\ntitle: Changed\n---\nchanged\n")
+    before = target.read_bytes()
+    with build_lock(target, timeout=0):  # another build holds it
+        result = subprocess.run(
+            [sys.executable, "-m", "datasette", "okf", "build", "--no-embed", str(kb), "-o", str(target),
+             "--lock-timeout", "0.5"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert "gave up" in result.stderr and "Traceback" not in result.stderr
+    assert target.read_bytes() == before
+
+
+# unwritable places: a clear message, never a traceback ----------------------------------------------------
+
+@contextlib.contextmanager
+def read_only(path):
+    """`path` (a file or a folder) made unwritable for the duration, root included: root ignores permission
+    bits, so it gets the immutable attribute instead (skipped where chattr is refused)."""
+    if os.geteuid() != 0:
+        mode = os.stat(path).st_mode
+        os.chmod(path, 0o555 if path.is_dir() else 0o444)
+        try:
+            yield
+        finally:
+            os.chmod(path, mode)
+        return
+    if subprocess.run(["chattr", "+i", str(path)], capture_output=True).returncode != 0:
+        pytest.skip("cannot make a file read-only for root here (chattr +i refused)")
+    try:
+        yield
+    finally:
+        subprocess.run(["chattr", "-i", str(path)], check=True)
+
+
+def test_a_read_only_database_or_folder_gets_a_clear_message(kb, tmp_path):
+    folder = tmp_path / "out"
+    folder.mkdir()
+    target = folder / "kb.db"
+    assert invoke(str(kb), "-o", str(target)).exit_code == 0
+    (kb / "a.md").write_text("---\ntype: T\ntitle: Changed\n---\nchanged\n")
+    before = snapshot(folder)
+    with read_only(target):
+        result = invoke(str(kb), "-o", str(target))
+    assert result.exit_code == 1
+    assert "cannot write" in result.output and str(target) in result.output, result.output
+    assert snapshot(folder) == before
+    with read_only(folder):  # the file is writable, the folder (where -wal, -shm and the lock go) is not
+        for output in (target, folder / "new.db"):
+            result = invoke(str(kb), "-o", str(output))
+            assert result.exit_code == 1, result.output
+            assert "cannot write" in result.output and str(folder) in result.output, result.output
+    assert snapshot(folder) == before
+
+
+def test_a_derived_file_that_cannot_be_written_is_named_and_the_database_is_still_built(kb, tmp_path):
+    target = tmp_path / "kb.db"
+    (tmp_path / "kb.timeline.md").mkdir()  # where the timeline goes is a folder
+    result = invoke(str(kb), "-o", str(target))
+    assert result.exit_code == 1
+    assert "could not write the derived file" in result.output and "kb.timeline.md" in result.output
+    assert file_kind(target) == "okf"
+    assert (tmp_path / "kb.wiki-trigger-keywords.txt").exists()

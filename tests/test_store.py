@@ -1,12 +1,19 @@
 """Records become one SQLite file: schema, incremental rebuilds, prune, atomic replace."""
 
+import contextlib
 import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import sqlite_utils
 
 from datasette_okf import store
-from datasette_okf.store import BuildError, build
+from datasette_okf.store import BuildError, BuildRefused, build
 
 from .conftest import write_bundle
 
@@ -131,8 +138,6 @@ def test_two_bundles_with_the_same_name_are_refused(tmp_path):
 
 
 def test_a_build_killed_mid_write_leaves_the_previous_database(bundle, tmp_path):
-    import subprocess
-    import sys
 
     db_path = tmp_path / "out.db"
     build([bundle], db_path, embed=False)
@@ -223,8 +228,6 @@ def test_sigkill_at_random_points_never_costs_the_previous_database(tmp_path):
     whole old state or the whole new one (one transaction, rolled back from SQLite's journal)."""
     import random
     import signal
-    import subprocess
-    import sys
     import time
 
     from datasette_okf.retrieve import context_for
@@ -262,8 +265,6 @@ def test_sigkill_at_random_points_never_costs_the_previous_database(tmp_path):
 
 def test_a_running_datasette_keeps_answering_through_a_rebuild_and_then_sees_it(tmp_path):
     import json
-    import subprocess
-    import sys
     import threading
     import urllib.parse
     import urllib.request
@@ -324,7 +325,6 @@ def test_readers_are_not_locked_out_while_a_long_rebuild_embeds(tmp_path, test_m
     rollback journal, once the writer spilled its page cache to the file it held an exclusive
     lock until commit and every reader (Datasette) failed with "database is locked" after its
     busy timeout. In-place builds keep their changes in memory until commit instead."""
-    import sqlite3
     import threading
     import time
 
@@ -371,9 +371,6 @@ def test_readers_are_not_locked_out_while_a_long_rebuild_embeds(tmp_path, test_m
 
 
 def test_files_are_left_in_wal_mode_self_contained_and_never_replaced_under_a_reader(bundle, tmp_path):
-    import sqlite3
-    import subprocess
-    import sys
 
     db_path = tmp_path / "out.db"
     build([bundle], db_path, embed=False)
@@ -445,3 +442,179 @@ def test_turning_mentions_off_removes_the_mention_edges_of_unchanged_notes(tmp_p
     assert sqlite_utils.Database(db_path).execute(count).fetchone()[0] == 1
     build([root], db_path, embed=False)
     assert sqlite_utils.Database(db_path).execute(count).fetchone()[0] == 0
+
+
+# nothing lost: full disks, failed checkpoints, deleted files, outputs inside the bundle --------------------
+
+
+
+def titles_in(path) -> set[str]:
+    conn = sqlite3.connect(path)
+    try:
+        return {row[0] for row in conn.execute("select title from concepts")}
+    finally:
+        conn.close()
+
+
+def alone(db_path, tmp_path):
+    """A copy of the .db file alone, without its -wal: what `cp` or a backup of that one file gets."""
+    copy = tmp_path / "copied-alone" / db_path.name
+    copy.parent.mkdir(exist_ok=True)
+    shutil.copyfile(db_path, copy)
+    return copy
+
+
+@contextlib.contextmanager
+def reading_process(db_path):
+    """Another process with `db_path` open read-only, as a running Datasette has it (a connection in this
+    process would not do: it may use another copy of SQLite, whose locks this process's do not see)."""
+    reader = subprocess.Popen(
+        [sys.executable, "-c", "import sqlite3, sys\n"
+         f"c = sqlite3.connect('file:{db_path}?mode=ro', uri=True)\n"
+         "print(c.execute('select count(*) from concepts').fetchone()[0], flush=True)\nsys.stdin.read()"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert reader.stdout.readline().strip().isdigit()
+    try:
+        yield reader
+    finally:
+        reader.communicate("", timeout=10)
+
+
+@contextlib.contextmanager
+def small_disk(path, size):
+    """A tmpfs of `size` mounted at `path` (root only; the test skips where mounting is not allowed)."""
+    path.mkdir()
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
+                                           capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a small tmpfs here (CI runs as root and can)")
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], check=True)
+
+
+def fill(disk, leave: int) -> None:
+    free = shutil.disk_usage(disk).free
+    with open(disk / "filler", "wb") as handle:
+        handle.write(b"\0" * max(0, free - leave))
+
+
+def many_notes(root, count, words=400):
+    return write_bundle(root, {f"n{i}.md": f"---\ntype: T\ntitle: Note {i}\n---\n" + " ".join(f"word{i}x{j}" for j in range(words))
+                               for i in range(count)})
+
+
+def test_a_full_disk_fails_a_first_build_cleanly(tmp_path):
+    from click.testing import CliRunner
+    from datasette.cli import cli
+
+    bundle = many_notes(tmp_path / "kb", 300)
+    with small_disk(tmp_path / "disk", "1m") as disk:
+        result = CliRunner().invoke(cli, ["okf", "build", "--no-embed", str(bundle), "-o", str(disk / "kb.db")])
+        assert result.exit_code == 1
+        assert "Traceback" not in result.output and "disk full" in result.output, result.output
+        assert sorted(p.name for p in disk.iterdir()) == []  # no database, temporary, journal or lock file
+
+
+def test_a_full_disk_during_a_rebuild_leaves_the_database_as_it_was_and_standing_alone(tmp_path):
+    bundle = many_notes(tmp_path / "kb", 20)
+    with small_disk(tmp_path / "disk", "8m") as disk:
+        db_path = disk / "kb.db"
+        build([bundle], db_path, embed=False)
+        before = db_path.read_bytes()
+        many_notes(bundle, 600)  # far more than the disk has room for
+        fill(disk, leave=600_000)
+        with pytest.raises(BuildError, match="disk full|not enough free space"):
+            build([bundle], db_path, embed=False)
+        assert db_path.read_bytes() == before
+        assert not Path(f"{db_path}-wal").exists() or Path(f"{db_path}-wal").stat().st_size == 0
+        copy = alone(db_path, tmp_path)
+        assert sqlite3.connect(copy).execute("pragma integrity_check").fetchone()[0] == "ok"
+        assert len(titles_in(copy)) == 20
+
+
+def test_no_commit_without_room_to_fold_the_log_into_the_file(bundle, tmp_path, monkeypatch):
+    db_path = tmp_path / "out.db"
+    build([bundle], db_path, embed=False)
+    (bundle / "a.md").write_text(NOTE.format(title="Needs Room", tag="x"))
+    before = db_path.read_bytes()
+    monkeypatch.setattr(store, "free_bytes", lambda folder: 0)
+    with pytest.raises(BuildError, match="not enough free space .* the database was not changed"):
+        build([bundle], db_path, embed=False)
+    assert db_path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("out.db")) == ["out.db"]
+
+
+def test_a_failed_checkpoint_is_reported_and_folded_by_the_next_build(bundle, tmp_path, monkeypatch):
+    """The fault: the rows are committed to the log but cannot be copied into the file (the disk filled
+    up in between). The build says so, leaves the log for SQLite, and the next build folds it in: it never
+    calls an incomplete file up to date."""
+    from click.testing import CliRunner
+    from datasette.cli import cli
+
+    db_path = tmp_path / "out.db"
+    build([bundle], db_path, embed=False)
+    with reading_process(db_path):  # as a running Datasette: its connection keeps the log when ours closes
+        (bundle / "a.md").write_text(NOTE.format(title="Only In The Log", tag="x"))
+        monkeypatch.setattr(store, "_checkpoint", lambda db: "database or disk is full")
+        result = CliRunner().invoke(cli, ["okf", "build", "--no-embed", str(bundle), "-o", str(db_path)])
+        assert result.exit_code == 1
+        assert "write-ahead log could not be folded into it (database or disk is full)" in result.output
+        assert "Only In The Log" not in titles_in(alone(db_path, tmp_path))  # the file alone is not complete
+    with_log = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)  # read-only: it cannot fold the log
+    assert "Only In The Log" in {row[0] for row in with_log.execute("select title from concepts")}
+    with_log.close()
+    monkeypatch.undo()
+    report = build([bundle], db_path, embed=False)
+    assert report.up_to_date and report.wal_folded and report.wal_pending is None
+    assert "Only In The Log" in titles_in(alone(db_path, tmp_path))
+    assert sqlite3.connect(alone(db_path, tmp_path)).execute("pragma integrity_check").fetchone()[0] == "ok"
+
+
+def test_deleting_a_served_file_and_rebuilding_is_refused(bundle, tmp_path):
+    db_path = tmp_path / "out.db"
+    build([bundle], db_path, embed=False)
+    with reading_process(db_path):
+        db_path.unlink()
+        with pytest.raises(BuildRefused, match="was deleted, but another process .* still has it open"):
+            build([bundle], db_path, embed=False)
+        assert not db_path.exists()  # not even an empty file where it was
+    build([bundle], db_path, embed=False)  # the reader is gone: the left-over -wal and -shm go with it
+    assert sqlite3.connect(db_path).execute("pragma integrity_check").fetchone()[0] == "ok"
+    assert titles_in(db_path) == {"Ann Harrow", "Bel Crane", "c"}
+
+
+def test_a_database_inside_its_own_bundle_never_indexes_its_outputs(tmp_path):
+    from click.testing import CliRunner
+    from datasette.cli import cli
+
+    gin = write_bundle(tmp_path / "gin", {"a.md": "---\ntype: T\n---\nSee [b](b.md).\n", "b.md": "---\ntype: T\n---\nb\n"})
+    out = gin / "out.db"
+    for _ in range(2):
+        result = CliRunner().invoke(cli, ["okf", "build", "--no-embed", str(gin), "-o", str(out)])
+        assert result.exit_code == 0, result.output
+    assert (gin / "out.timeline.md").exists() and (gin / "out.wiki-trigger-keywords.txt").exists()
+    assert "up to date, file not touched" in result.output
+    (gin / "a.md").write_text("---\ntype: T\n---\nNow [c](c.md).\n")
+    assert CliRunner().invoke(cli, ["okf", "build", "--no-embed", str(gin), "-o", str(out)]).exit_code == 0
+    conn = sqlite3.connect(out)
+    assert sorted(row[0] for row in conn.execute("select id from concepts")) == ["gin/a", "gin/b"]
+    assert conn.execute("select count(*) from build_issues").fetchone()[0] == 0
+
+
+def test_a_rebuilt_file_keeps_its_owner_and_mode_and_leaves_no_side_files(bundle, tmp_path):
+    db_path = tmp_path / "out.db"
+    build([bundle], db_path, embed=False)
+    os.chmod(db_path, 0o640)
+    owner = (65534, 65534) if os.geteuid() == 0 else (os.getuid(), os.getgid())
+    os.chown(db_path, *owner)
+    (bundle / "a.md").write_text(NOTE.format(title="In Place", tag="x"))
+    build([bundle], db_path, embed=False)  # updated in place
+    conn = sqlite3.connect(db_path)
+    conn.execute("update meta set value = '1' where key = 'format_version'")  # an old format: replaced
+    conn.commit()
+    conn.close()
+    build([bundle], db_path, embed=False)
+    info = db_path.stat()
+    assert (info.st_mode & 0o777, info.st_uid, info.st_gid) == (0o640, *owner)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("out.db")) == ["out.db"]
