@@ -6,12 +6,14 @@ The hooks only wire things; answer.py does the work.
 from __future__ import annotations
 
 import json
+import math
 
 import click
 import llm
 from click_default_group import DefaultGroup
 
-from .answer import OKF, AnswerError, cited, get_chat_model, local_context, parse_fragment_argument, prompt_parts, remote_context
+from .answer import (REMOTE_TIMEOUT, OKF, AnswerError, cited, get_chat_model, local_context, parse_fragment_argument,
+                     prompt_parts, remote_context)
 from .embed import DEFAULT_ALIASES, EmbeddingError, OKFMiniLM
 from .fileback import FileBackError, file_back
 from .retrieve import MODES
@@ -42,21 +44,35 @@ def okf_fragment(argument: str) -> llm.Fragment:
     return llm.Fragment(result["context"], f"okf:{argument}")
 
 
-def _retrieve(question, database, url, mode, budget):
+def _retrieve(question: str, database: str | None, url: str | None, mode: str, budget: int,
+              timeout: float | None) -> dict:
     """The context_for result from a local file (-d) or a remote Datasette (--url, with -d naming its database)."""
     if not database and not url:
         raise click.ClickException("say where the notes are: -d DATABASE.db, or --url http://host/ for a Datasette")
+    if timeout is not None and not url:
+        raise click.ClickException("--timeout bounds the --url request; a local -d database has none to bound")
     try:
         if url:
-            return remote_context(url, question, db=database, mode=mode, budget=budget)
+            return remote_context(url, question, db=database, mode=mode, budget=budget,
+                                  timeout=REMOTE_TIMEOUT if timeout is None else timeout)
         return local_context(database, question, mode=mode, budget=budget)
     except (AnswerError, EmbeddingError) as error:
         raise click.ClickException(str(error)) from None
 
 
+def _positive_seconds(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    """A deadline must be a positive, finite number of seconds (click's FloatRange lets nan through)."""
+    if value is not None and not 0 < value < math.inf:
+        raise click.BadParameter(f"must be a positive number of seconds, not {value:g}")
+    return value
+
+
 def _shared_options(command):
     command = click.option("-d", "--database", help="A database built by datasette okf build (with --url: its name)")(command)
     command = click.option("--url", help="Ask a Datasette instance instead, through /-/context_for.json")(command)
+    command = click.option("--timeout", type=float, metavar="SECONDS", callback=_positive_seconds,
+                           help=f"With --url: give up when the whole answer has not arrived within this "
+                                f"many seconds  [default: {REMOTE_TIMEOUT:g}]")(command)
     command = click.option("--mode", type=click.Choice(MODES), default="hybrid", show_default=True)(command)
     command = click.option("--budget", type=int, default=2000, show_default=True, help="Token budget of the context")(command)
     return command
@@ -77,11 +93,11 @@ def register_commands(cli):
     @click.option("--file-back", "file_back_dir", type=click.Path(exists=True, file_okay=False),
                   help="Also file the answer into this bundle folder as a new Concept page and rebuild -d")
     @click.option("--title", help="With --file-back: the page title (default: the question)")
-    def ask(question, database, url, mode, budget, model_id, show_context, as_json, file_back_dir, title):
+    def ask(question, database, url, timeout, mode, budget, model_id, show_context, as_json, file_back_dir, title):
         """Answer QUESTION from the notes, citing them; say so when they do not hold the answer."""
         if file_back_dir and (url or not database):
             raise click.ClickException("--file-back needs the local database it rebuilds: -d DATABASE.db, not --url")
-        result = _retrieve(question, database, url, mode, budget)
+        result = _retrieve(question, database, url, mode, budget, timeout)
         if show_context and not as_json:
             click.echo(result["context"] + "\n", err=True)
         if not result["confident"]:
@@ -137,9 +153,9 @@ def register_commands(cli):
     @okf.command(name="context")
     @click.argument("question")
     @_shared_options
-    def context_command(question, database, url, mode, budget):
+    def context_command(question, database, url, timeout, mode, budget):
         """Print only the context block for QUESTION (for piping into any prompt)."""
-        click.echo(_retrieve(question, database, url, mode, budget)["context"])
+        click.echo(_retrieve(question, database, url, mode, budget, timeout)["context"])
 
 
 def _log(response) -> None:

@@ -18,7 +18,7 @@ from mcp.types import ToolAnnotations
 from .embed import EmbeddingError
 from .graph import MAX_HOPS, WalkOptions, graph_expand
 from .lint import checks, run_lint
-from .notes import read_concept, similar_ids
+from .notes import BadConceptId, check_id, read_concept, similar_ids
 from .retrieve import MODES, OutdatedDatabase, context_for as run_context_for
 from .web import MAX_QUESTION, PLUGIN, visible_databases
 
@@ -26,6 +26,14 @@ READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 MAX_BUDGET = 8000
 MAX_LINT_ROWS = 50
 MAX_RELATED = 25
+
+
+def checked_id(concept_id: str) -> str:
+    """The id, or a ToolError saying what an id looks like (notes.check_id, shared with the llm toolbox)."""
+    try:
+        return check_id(concept_id)
+    except BadConceptId as error:
+        raise ToolError(f"{error}.") from None
 
 
 def register(datasette: Any, mcp: MCPServer) -> None:
@@ -87,6 +95,7 @@ def register(datasette: Any, mcp: MCPServer) -> None:
         Returns its text (cut at 6,000 characters; `truncated` says so), its
         frontmatter, and the notes it links to and is linked from (40 each;
         the `_total` fields count them all). An unknown id gets suggestions."""
+        checked_id(id)
         database = await database_for(ctx, db)
 
         def read(conn: Any) -> tuple[dict[str, Any] | None, list[str]]:
@@ -106,6 +115,7 @@ def register(datasette: Any, mcp: MCPServer) -> None:
         The walk damps very connected notes and steps over index notes; at most
         25 notes come back, each with the hop, the note it was reached from and
         the link's predicate."""
+        checked_id(id)
         if not 1 <= hops <= MAX_HOPS:
             raise ToolError(f"hops must be between 1 and {MAX_HOPS}.")
         database = await database_for(ctx, db)

@@ -1,7 +1,13 @@
 """`llm okf`, the OKF toolbox and the okf: fragment loader, offline: llm-echo and a scripted test model."""
 
+import contextlib
 import json
+import shutil
+import socket
+import sqlite3
+import threading
 import time
+from pathlib import Path
 
 import llm
 import pytest
@@ -9,7 +15,7 @@ from click.testing import CliRunner
 from llm.cli import cli as llm_cli
 
 from datasette_okf import context_for
-from datasette_okf.answer import SYSTEM_PROMPT, OKF, AnswerError, parse_fragment_argument
+from datasette_okf.answer import SYSTEM_PROMPT, OKF, AnswerError, check_database, parse_fragment_argument
 
 from .conftest import closed_port
 
@@ -108,8 +114,6 @@ def test_clear_errors(campaign_db, tmp_path):
     missing = run("okf", QUESTION, "-d", str(tmp_path / "nope.db"), "-m", "echo")
     assert missing.exit_code == 1 and "no such database file" in missing.output
     plain = tmp_path / "plain.db"
-    import sqlite3
-
     sqlite3.connect(plain).execute("create table t (x)").connection.commit()
     wrong = run("okf", QUESTION, "-d", str(plain), "-m", "echo")
     assert "is not a datasette-okf database" in wrong.output
@@ -251,3 +255,151 @@ def test_datasette_okf_file_back_reads_the_answer_from_stdin(tmp_path):
     page = bundle / "syntheses" / "keepers-of-the-old-lighthouse.md"
     assert result.output.strip() == f"filed back: {page}"
     assert "/organisations/lantern-keepers.md" in page.read_text()
+
+
+# --url against servers that are not a Datasette with datasette-okf: one line saying what came back
+
+
+@contextlib.contextmanager
+def raw_server(*chunks: bytes, pause: float = 0.0):
+    """A stub server on 127.0.0.1 that reads each request, sends `chunks` `pause` seconds apart, then hangs up.
+
+    Raw bytes, so it can also send what no HTTP library would: a broken status line, a body cut short."""
+    stop = threading.Event()
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.2)
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            with conn:
+                request = b""
+                while b"\r\n\r\n" not in request and (part := conn.recv(65536)):
+                    request += part
+                for i, chunk in enumerate(chunks):
+                    if i and stop.wait(pause):
+                        break
+                    try:
+                        conn.sendall(chunk)
+                    except OSError:  # the client gave up
+                        break
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}/"
+    finally:
+        stop.set()
+        thread.join(5)
+        listener.close()
+
+
+def http_response(body: bytes, content_type: str = "application/json", length: int | None = None) -> bytes:
+    head = (f"HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\n"
+            f"Content-Length: {len(body) if length is None else length}\r\nConnection: close\r\n\r\n")
+    return head.encode() + body
+
+
+@pytest.mark.parametrize("answer, said", [
+    (http_response(b"<!doctype html><title>Welcome to nginx!</title>", "text/html"), "answered 200 with an HTML page"),
+    (http_response(b"{}"), "answered 200 with JSON that lacks question, context, nodes, seeds, confident, reason;"),
+    (http_response(b"[1, 2]"), "answered 200 with a JSON array"),
+    (http_response(b'{"question": "Who', "text/plain"), "answered 200 with invalid JSON (Unterminated string"),
+    (b"HTTP/1.1 OOPS\r\n\r\n", "answered with a broken HTTP response (BadStatusLine: HTTP/1.1 OOPS)"),
+    (http_response(b'{"question": "Who', length=1000), "closed the connection after 17 bytes of a 1000-byte answer"),
+    (b"", "closed the connection without answering"),
+], ids=["html", "empty-object", "array", "invalid-json", "broken-status-line", "cut-short", "hang-up"])
+def test_url_that_does_not_answer_context_for_json_is_one_line_saying_what_it_answered(answer, said):
+    with raw_server(answer) as url:
+        result = run("okf", "context", QUESTION, "--url", url)
+    assert result.exit_code == 1
+    assert result.output.count("\n") == 1 and result.output.startswith(f"Error: {url}-/context_for.json ")
+    assert said in result.output
+    assert result.output.endswith("; expected context_for JSON from a Datasette with datasette-okf\n")
+
+
+def test_url_that_drips_its_headers_is_given_up_after_timeout_seconds():
+    """urllib's timeout is per socket read, and each line arrives well within it: only a total deadline ends this."""
+    drip = [b"HTTP/1.1 200 OK\r\n"] + [b"X-Drip-%d: .\r\n" % i for i in range(60)]  # 60 s at 1 s a line
+    with raw_server(*drip, pause=1) as url:
+        started = time.perf_counter()
+        result = run("okf", "context", QUESTION, "--url", url, "--timeout", "3")
+        waited = time.perf_counter() - started
+    assert result.exit_code == 1 and f"{url}-/context_for.json sent no complete answer within 3 s;" in result.output
+    assert waited < 15
+
+
+@pytest.mark.parametrize("seconds", ["0", "-1", "nan", "inf"])
+def test_timeout_must_be_a_positive_number_of_seconds(seconds):
+    result = run("okf", "ask", QUESTION, "--url", "http://127.0.0.1:9/", "--timeout", seconds)
+    assert result.exit_code == 2 and "must be a positive number of seconds" in result.output
+
+
+def test_timeout_is_only_for_url(campaign_db):
+    result = run("okf", "context", QUESTION, "-d", str(campaign_db), "--timeout", "5")
+    assert result.exit_code == 1 and "--timeout bounds the --url request" in result.output
+
+
+# database paths with characters that mean something in a file: URI (#, ?, %, spaces)
+
+AWKWARD_NAMES = ["notes#1.db", "what?.db", "100%25.db", "my notes/campaign.db"]
+
+
+def listing(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
+
+
+@pytest.mark.parametrize("name", AWKWARD_NAMES)
+def test_a_database_named_with_uri_characters_answers_and_creates_nothing(campaign_db, tmp_path, monkeypatch, name):
+    monkeypatch.chdir(tmp_path)
+    Path(name).parent.mkdir(exist_ok=True)
+    shutil.copyfile(campaign_db, name)
+    with contextlib.closing(sqlite3.connect(name)) as conn:  # builds are WAL files, whose readers keep -wal and -shm:
+        conn.execute("pragma journal_mode = delete")  # with a rollback journal, any new file here is a stray
+    before = listing(tmp_path)
+    result = run("okf", "context", QUESTION, "-d", name)
+    assert result.exit_code == 0, result.output
+    assert result.output.strip() == context_for(campaign_db, QUESTION)["context"].strip()
+    assert OKF(name).concept("campaign/people/teodor-vask").startswith("# Teodor Vask (campaign/people/teodor-vask)")
+    assert listing(tmp_path) == before  # no empty `notes`, `what` or `100%.db` beside it
+
+
+@pytest.mark.parametrize("name", AWKWARD_NAMES)
+def test_a_missing_database_named_with_uri_characters_is_reported_missing(tmp_path, monkeypatch, name):
+    monkeypatch.chdir(tmp_path)
+    Path("my notes").mkdir()
+    result = run("okf", "context", QUESTION, "-d", name)
+    assert result.exit_code == 1 and result.output == f"Error: no such database file: {name}\n"
+    assert OKF(name).concept("campaign/people/teodor-vask") == f"error: no such database file: {name}"
+    assert listing(tmp_path) == ["my notes"]
+
+
+def test_checking_a_wal_database_creates_no_files(campaign_db, tmp_path):
+    """A read-only (mode=ro) connection to a WAL database leaves -wal and -shm behind; the check opens it immutable."""
+    path = tmp_path / "wal.db"
+    shutil.copyfile(campaign_db, path)
+    conn = sqlite3.connect(path)
+    conn.execute("pragma journal_mode = wal")
+    conn.close()
+    assert listing(tmp_path) == ["wal.db"]
+    assert check_database(path) == path
+    assert listing(tmp_path) == ["wal.db"]
+
+
+# ids no note can have, through the toolbox: a message saying what to pass, never an SQLite error
+
+
+@pytest.mark.parametrize("concept_id, answer", [
+    ("x" * 60_000, "error: id is 60,000 characters; concept ids are at most 4,096 characters, "
+                   "as context_for returns them, e.g. campaign/people/mira-vell"),
+    ("mira\0vell", "error: id contains a NUL character, which no concept id has; "
+                   "pass one as context_for returns them, e.g. campaign/people/mira-vell"),
+    ("%", "no concept with id '%'"),  # matched literally: not a wildcard that suggests every note
+    ("_", "no concept with id '_'"),
+    ("\\", "no concept with id '\\\\'"),
+])
+def test_toolbox_concept_answers_any_id_with_a_message(campaign_db, concept_id, answer):
+    assert OKF(str(campaign_db)).concept(concept_id) == answer

@@ -108,10 +108,23 @@ def test_concept_related_and_lint(server):
     ("related", {"id": "campaign/people/teodor-vask", "db": "campaign", "hops": 9}, "hops must be between 1 and 3"),
     ("lint", {"db": "campaign", "check": "spelling"}, "Unknown check 'spelling'"),
     ("lint", {"db": "nope"}, "No OKF database named 'nope'"),
+    ("concept", {"id": "x" * 60_000, "db": "campaign"},
+     "id is 60,000 characters; concept ids are at most 4,096 characters, as context_for returns them, e.g. campaign/"),
+    ("related", {"id": "x" * 60_000, "db": "campaign"}, "id is 60,000 characters; concept ids are at most 4,096"),
+    ("concept", {"id": "mira\0vell", "db": "campaign"}, "id contains a NUL character, which no concept id has"),
+    ("related", {"id": "", "db": "campaign"}, "id is empty; pass a concept id as context_for returns them"),
 ])
 def test_bad_arguments_are_tool_errors_that_say_what_to_do(server, name, arguments, message):
     result = call(server, name, arguments)
     assert result.is_error and message in result.content[0].text
+
+
+@pytest.mark.parametrize("name", ["concept", "related"])
+def test_ids_with_like_wildcards_are_matched_literally(server, name):
+    """% and _ are no wildcards here: an unknown id gets no made-up suggestions."""
+    for concept_id in ["%", "_", "\\", "campaign/people/%"]:
+        result = call(server, name, {"id": concept_id, "db": "campaign"})
+        assert result.is_error and result.content[0].text.endswith(f": No note with id {concept_id!r}.")
 
 
 def test_a_private_database_needs_the_right_actor(server):
