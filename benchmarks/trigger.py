@@ -4,6 +4,8 @@
 
 Baselines in the same run: starting Python and doing nothing (`python -c pass`), the floor of any
 Python hook, and the same trigger through `datasette okf trigger` (Datasette's start-up included).
+Then two adversarial 1 MB prompts (the slowest kinds tests/test_trigger.py knows): 110,000 unclosed
+wrapper tags, and 500,000 one-letter words between non-ASCII spaces.
 """
 
 from __future__ import annotations
@@ -23,6 +25,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from scale import machine  # noqa: E402
 
 from datasette_okf.trigger import run  # noqa: E402
+
+
+def in_process_ms(path: Path, stdin: str, runs: int) -> float:
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        run(str(path), stdin)
+        times.append((time.perf_counter() - started) * 1000)
+    return statistics.median(times)
 
 
 def median_ms(command: list[str], stdin: str, runs: int) -> float:
@@ -50,19 +61,23 @@ def main() -> None:
               + f" and what about {keywords[4242]}?")
     stdin = json.dumps({"session_id": "abc", "prompt": prompt})
     assert keywords[4242] in run(str(path), stdin)
-    times = []
-    for _ in range(args.runs):
-        started = time.perf_counter()
-        run(str(path), stdin)
-        times.append((time.perf_counter() - started) * 1000)
+    in_process = in_process_ms(path, stdin, args.runs)
     print(f"machine: {machine()}\n{len(keywords):,} keywords, a {len(prompt):,}-character prompt, medians of {args.runs}\n")
     print("| what | ms |\n|---|---|")
-    print(f"| in-process: read the keywords, strip, match | {statistics.median(times):.1f} |")
+    print(f"| in-process: read the keywords, strip, match | {in_process:.1f} |")
     print(f"| baseline: `python -c pass` | {median_ms([sys.executable, '-c', 'pass'], '', args.runs):.1f} |")
     print(f"| `python -m datasette_okf.trigger FILE` (what a hook runs) | "
           f"{median_ms([sys.executable, '-m', 'datasette_okf.trigger', str(path)], stdin, args.runs):.1f} |")
     print(f"| `datasette okf trigger FILE` | "
           f"{median_ms([sys.executable, '-m', 'datasette', 'okf', 'trigger', str(path)], stdin, max(3, args.runs // 4)):.1f} |")
+    question = f" and what about {keywords[4242]}?"
+    for what, filler in (("110,000 unclosed wrapper tags", "<context>" * 111_110),
+                         ("500,000 one-letter words, non-ASCII spaces", "a\u3000" * 499_990)):
+        adversarial = json.dumps({"prompt": filler + question})
+        assert keywords[4242] in run(str(path), adversarial)
+        print(f"| 1 MB prompt of {what}: in-process | {in_process_ms(path, adversarial, args.runs):.1f} |")
+        print(f"| 1 MB prompt of {what}: `python -m datasette_okf.trigger FILE` | "
+              f"{median_ms([sys.executable, '-m', 'datasette_okf.trigger', str(path)], adversarial, args.runs):.1f} |")
 
 
 if __name__ == "__main__":
