@@ -72,6 +72,7 @@ class WalkOptions:
         for name, (low, high) in LIMITS.items():
             if data.get(name) is not None:
                 setattr(options, name, bounded(name, data[name], low, high))
+        check_predicate_weights(options.predicate_weights)
         return options
 
     def weight(self, predicate: str, kind: str, dated: bool) -> float:
@@ -110,6 +111,29 @@ def bounded(name: str, value: Any, low: float, high: float) -> Any:
     if not low <= value <= high:
         raise ValueError(f"graph_expand: {name} must be between {low:g} and {high:g}")
     return value
+
+
+MAX_PATTERNS, MAX_PATTERN = 100, 200
+# Names joined by "|", or kind:KIND: nothing that backtracks. Each pattern is searched in every predicate the
+# walk meets: (.*){13}# took 5 s on the example bundle, each more repeat doubles that, and Datasette's
+# time limit cannot stop a Python function.
+_SAFE_PATTERN = re.compile(r"kind:\w+|[\w.\-^$ ]+(\|[\w.\-^$ ]+)*")
+
+
+def check_predicate_weights(table: dict[str, Any]) -> None:
+    """`predicate_weights` from SQL: {intent: {pattern: factor}}, at most MAX_PATTERNS patterns, none that backtracks."""
+    if not all(isinstance(weights, dict) for weights in table.values()):
+        raise ValueError("graph_expand: predicate_weights must map each intent to a JSON object")
+    if sum(len(weights) for weights in table.values()) > MAX_PATTERNS:
+        raise ValueError(f"graph_expand: predicate_weights may hold at most {MAX_PATTERNS} patterns")
+    for weights in table.values():
+        for pattern, factor in weights.items():
+            if len(pattern) > MAX_PATTERN or not _SAFE_PATTERN.fullmatch(pattern):
+                raise ValueError(
+                    f"graph_expand: a predicate pattern is words joined by | (or kind:KIND), at most {MAX_PATTERN} "
+                    f"characters, not {pattern[:MAX_PATTERN]!r}"
+                )
+            bounded("a predicate weight", factor, 0, 100)
 
 
 def walk_arguments(seeds: Any, hops: Any, options: Any) -> tuple[list[str], WalkOptions]:

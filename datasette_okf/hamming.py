@@ -66,8 +66,23 @@ def codes_for(conn: Any) -> tuple[np.ndarray, np.ndarray]:
     return loaded
 
 
+def vector_bytes(conn: Any) -> int:
+    """The size of the database's float32 vectors: 4 × its `embedding_dimensions`."""
+    row = conn.execute("select value from meta where key = 'embedding_dimensions'").fetchone()
+    if not row or not int(row[0]):
+        raise ValueError("okf_hamming_candidates: this database has no vectors")
+    return 4 * int(row[0])
+
+
 def hamming_candidates(conn: Any, query: bytes, count: int) -> list[int]:
-    """Ids of the `count` chunks whose sign bits differ least from those of the float32 `query`."""
+    """Ids of the `count` chunks whose sign bits differ least from those of the float32 `query`.
+
+    A query of another width would be compared bit for bit with codes it does not match, and
+    answer with arbitrary ids: it is refused."""
+    width = vector_bytes(conn)
+    if not isinstance(query, bytes) or len(query) != width:
+        what = f"a blob of {len(query):,} bytes" if isinstance(query, bytes) else type(query).__name__
+        raise ValueError(f"okf_hamming_candidates: the vector must be a float32 blob of {width:,} bytes, not {what}")
     ids, codes = codes_for(conn)
     if not len(ids) or count <= 0:
         return []

@@ -28,7 +28,7 @@ from .render import (
     node_header,
 )
 from .sqlfunctions import prepare_connection, stored_model
-from .titles import coverage
+from .titles import MAX_QUESTION, coverage
 
 MODES = ("hybrid", "vector", "keyword", "graph-walk")
 RRF_K = 60
@@ -161,6 +161,8 @@ def context_for(
     """The slice of the bundle an LLM needs for `question`, as the JSON contract of issue 4."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}")
+    if len(question) > MAX_QUESTION:  # the SQL functions refuse longer text; say so here, where it is asked
+        raise ValueError(f"the question is {len(question):,} characters; at most {MAX_QUESTION:,}")
     started = time.perf_counter()
     timings: dict[str, float] = {}
     conn = connection(db)

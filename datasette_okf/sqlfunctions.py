@@ -3,6 +3,11 @@
 Datasette calls `prepare_connection` for every connection it opens; the build
 and the tests call the same function, so SQL written in one place runs
 unchanged in the others.
+
+Datasette's SQL time limit is a progress handler: it runs between SQLite's
+steps and cannot interrupt one call of a Python function. So every function
+checks the length of its arguments before it does any work: those limits, not
+the time limit, bound what one call can cost a public server.
 """
 
 from __future__ import annotations
@@ -12,15 +17,50 @@ from typing import Any, Callable
 
 import sqlite_vec
 
+from .bundle import MAX_FILE_BYTES
 from .embed import EmbeddingError, canonical_id, embed_query
 from .graph import graph_expand, walk_arguments
 from .hamming import hamming_candidates
 from .links import slug
-from .titles import TitleIndex, coverage, fts_query
+from .titles import MAX_QUESTION, TitleIndex, coverage, fts_query
+
+MAX_NOTE = MAX_FILE_BYTES  # characters: the largest text a build stores (okf_slug and okf_coverage read them)
+MAX_WALK_ARGUMENT = 1024 * 1024  # characters of graph_expand's seeds or options JSON: 100 ids, or the tie_ranks
+# of a whole fusion, fit many times over
+MAX_NUMBER = 32  # characters: a number given as text is refused with its value quoted, so keep that short
+
+
+class TooLong(ValueError, OverflowError):
+    """An argument over its function's limit. An OverflowError too, so that the standard sqlite3 module
+    reports "string or blob too big" instead of "user-defined function raised exception"."""
+
+
+def capped(name: str, function: Callable[..., Any], *limits: tuple[str, int]) -> Callable[..., Any]:
+    """`function`, refusing a text or blob longer than its argument's limit before any work is done."""
+
+    def call(*args: Any) -> Any:
+        for value, (argument, limit) in zip(args, limits):
+            if isinstance(value, (str, bytes)) and len(value) > limit:
+                unit = "bytes" if isinstance(value, bytes) else "characters"
+                raise TooLong(f"{name}: {argument} is {len(value):,} {unit}; at most {limit:,}")
+        return function(*args)
+
+    return call
+
+
+def as_text(value: Any) -> str:
+    """An argument as SQLite's own text functions read it: NULL as "", a blob as UTF-8, a number as digits."""
+    if value is None:
+        return ""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return str(value)
 
 
 class RRF:
-    """`rrf(rank [, weight [, k]])`: Σ weight / (k + rank), reciprocal rank fusion as an aggregate."""
+    """`rrf(rank [, weight [, k]])`: Σ weight / (k + rank), reciprocal rank fusion as an aggregate.
+
+    Its arguments are numbers: a text one fails the addition at once, however long it is."""
 
     def __init__(self) -> None:
         self.total = 0.0
@@ -82,37 +122,41 @@ def prepare_connection(conn: Any) -> None:
             derived[key] = load()
         return derived[key]
 
-    def okf_embed(text: str | None, requested: str | None = None) -> bytes | None:
+    def register(name: str, arities: tuple[int, ...], function: Callable[..., Any], *limits: tuple[str, int],
+                 deterministic: bool = False) -> None:
+        for arity in arities:
+            conn.create_function(name, arity, capped(name, function, *limits), deterministic=deterministic)
+
+    def okf_embed(text: Any, requested: str | None = None) -> bytes | None:
         if text is None:
             return None
         model = current("model", lambda: canonical_id(stored_model(conn)))
         if requested is not None and canonical_id(requested) != model:
             raise EmbeddingError(f"this database was embedded with {model!r}, not {requested!r}")
-        return embed_query(model, str(text))
+        return embed_query(model, as_text(text))
 
-    conn.create_function("okf_embed", 1, okf_embed)
-    conn.create_function("okf_embed", 2, okf_embed)
-
-    def okf_title_matches(text: str | None) -> str:
+    def okf_title_matches(text: Any) -> str:
         titles = current("titles", lambda: title_index(conn))
-        return json.dumps([concept_id for concept_id, _ in titles.find(text or "")])
+        return json.dumps([concept_id for concept_id, _ in titles.find(as_text(text))])
 
     def sql_graph_expand(seeds: str, hops: int = 2, options: str | None = None) -> str:
         return json.dumps(graph_expand(conn, *walk_arguments(seeds, hops, options)))
 
     def okf_hamming_candidates(vector: bytes | None, count: int = 200) -> str:
-        return json.dumps(hamming_candidates(conn, vector, int(count)) if vector else [])
+        return json.dumps([] if vector is None else hamming_candidates(conn, vector, int(count)))
 
-    conn.create_function("okf_title_matches", 1, okf_title_matches)
+    register("okf_embed", (1, 2), okf_embed, ("text", MAX_QUESTION), ("model", MAX_QUESTION))
+    register("okf_title_matches", (1,), okf_title_matches, ("text", MAX_QUESTION))
+    register("okf_fts_query", (1,), lambda text: fts_query(as_text(text)), ("text", MAX_QUESTION), deterministic=True)
+    register("okf_coverage", (2,), lambda question, text: coverage(as_text(question), as_text(text)),
+             ("question", MAX_QUESTION), ("text", MAX_NOTE), deterministic=True)
+    register("okf_slug", (1,), lambda text: slug(as_text(text)), ("text", MAX_NOTE), deterministic=True)
+    register("graph_expand", (1, 2, 3), sql_graph_expand,
+             ("seeds", MAX_WALK_ARGUMENT), ("hops", MAX_NUMBER), ("options", MAX_WALK_ARGUMENT))
+    # the vector's width is checked against the database's; a count past the collection returns all of it
     conn.create_function("okf_hamming_candidates", 2, okf_hamming_candidates)
-    conn.create_function("okf_coverage", 2, lambda q, t: coverage(q or "", t or ""), deterministic=True)
-    conn.create_function("okf_fts_query", 1, lambda q: fts_query(q or ""), deterministic=True)
-    conn.create_function("okf_slug", 1, lambda text: slug(text or ""), deterministic=True)
-    conn.create_aggregate("rrf", 1, RRF)
-    conn.create_aggregate("rrf", 2, RRF)
-    conn.create_aggregate("rrf", 3, RRF)
     for arity in (1, 2, 3):
-        conn.create_function("graph_expand", arity, sql_graph_expand)
+        conn.create_aggregate("rrf", arity, RRF)
 
 
 def check_model(conn: Any, requested: str | None) -> str:

@@ -11,6 +11,7 @@ import re
 from collections import defaultdict
 from typing import Iterable
 
+MAX_QUESTION = 2000  # characters: the longest question the JSON API, MCP and the SQL functions take
 _WORD = re.compile(r"\w+")
 STOPWORDS = frozenset(
     """a about above after again against all am an and any are as at be because been before being below between
@@ -44,13 +45,22 @@ def content_words(text: str) -> list[str]:
     return list(seen)
 
 
+def _forms(stem: str) -> set[str]:
+    """Every word `_stem` can turn into `stem`: the stem itself, or the stem and a suffix it strips."""
+    return {stem, stem + "'s", stem + "es", stem + "s"} | ({stem[:-1] + "ies"} if stem.endswith("y") else set())
+
+
 def coverage(question: str, text: str) -> float:
-    """Share of the question's content words present in `text` (seed 003 §10.4), 0..1."""
+    """Share of the question's content words present in `text` (seed 003 §10.4), 0..1.
+
+    `text` may be a whole note: its words are streamed, never listed, and only the few that
+    can be a wanted word are stemmed."""
     wanted = {_stem(w) for w in content_words(question)}
     if not wanted:
         return 0.0
-    present = {_stem(w) for w in words(text)}
-    return len(wanted & present) / len(wanted)
+    forms = set().union(*map(_forms, wanted))
+    present = {_stem(match[0]) for match in _WORD.finditer(text.casefold()) if match[0] in forms}
+    return len(present & wanted) / len(wanted)
 
 
 def fts_query(text: str) -> str:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gc
 import json
 import os
 import re
@@ -256,6 +257,16 @@ def nudge(found: list[str], database: str | None, prompt: str) -> str:
 
 def run(keywords_file: str, stdin: str) -> str:
     """The nudge for one hook call, or "" (no match, or any problem at all: fail open)."""
+    enabled = gc.isenabled()
+    gc.disable()  # a payload of 250,000 empty lists made the cyclic collector rescan every live object, over and over
+    try:
+        return _run(keywords_file, stdin)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _run(keywords_file: str, stdin: str) -> str:
     try:
         text = strip_wrappers(prompt_text(json.loads(stdin))[:MAX_PROMPT])
         if not text.strip():

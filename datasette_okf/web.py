@@ -18,9 +18,9 @@ from datasette.utils.asgi import Forbidden, Response
 
 from .embed import EmbeddingError
 from .retrieve import MODES, OutdatedDatabase, context_for
+from .titles import MAX_QUESTION  # the SQL functions' limit too: one for every way in
 
 PLUGIN = "datasette-okf"
-MAX_QUESTION = 2000
 DEFAULTS = {"mode": "hybrid", "k": 10, "budget": 2000, "hops": 2, "max_seeds": 5}
 LIMITS = {"k": (1, 100), "budget": (100, 20000), "hops": (0, 3), "max_seeds": (1, 50)}
 CONFIG_OPTIONS = ("vector_threshold", "coverage_threshold", "predicate_weights", "fusion_weights")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import struct
 
 import numpy as np
+import pytest
 
 from datasette_okf.hamming import hamming_candidates
 from datasette_okf.retrieve import connection
@@ -67,3 +68,12 @@ def test_no_vectors_no_candidates(tmp_path, test_models):
     conn.execute("delete from chunk_bits")
     conn.commit()
     assert hamming_candidates(conn, struct.pack("8f", *([1.0] * 8)), 5) == []
+
+
+def test_a_query_of_another_width_is_refused_not_answered(campaign_db):
+    conn = connection(str(campaign_db))
+    vector = _vector(conn, "tinker")
+    with pytest.raises(ValueError, match="float32 blob of 1,536 bytes, not a blob of 1,532 bytes"):
+        hamming_candidates(conn, vector[:-4], 5)
+    with pytest.raises(ValueError, match="float32 blob of 1,536 bytes, not str"):
+        hamming_candidates(conn, "tinker", 5)

@@ -217,3 +217,10 @@ def test_vectors_are_reported_as_used_or_absent(campaign_db, tmp_path):
     build([EXAMPLES], plain, embed=False)
     result = context_for(plain, "Who is Teodor Vask?", mode="vector")
     assert result["vectors"] == "none in this database" and result["confident"]
+
+
+def test_a_question_over_the_limit_is_a_clear_error_not_a_sql_failure(campaign_db):
+    """The SQL functions refuse text over 2,000 characters; context_for says so first, naming the limit."""
+    with pytest.raises(ValueError, match="the question is 2,001 characters; at most 2,000"):
+        context_for(str(campaign_db), "x" * 2001)
+    assert context_for(str(campaign_db), "Who is the Tinker? " + "x" * 1980)["question"]
