@@ -24,7 +24,7 @@ from .deadline import call_with_deadline
 from .embed import unknown_model_message, with_deadline
 from .notes import BadConceptId, check_id, read_concept, similar_ids
 from .retrieve import context_for
-from .store import file_uri
+from .schema import file_uri, has_okf_tables
 
 SYSTEM_PROMPT = """You answer questions about a knowledge bundle using only the context below the question.
 Rules:
@@ -60,7 +60,7 @@ def check_database(db: str | Path) -> Path:
             tables = {row[0] for row in conn.execute("select name from sqlite_master where type = 'table'")}
     except sqlite3.DatabaseError as error:
         raise AnswerError(f"{path} is not a SQLite database ({error})") from None
-    if not {"concepts", "edges", "meta"} <= tables:
+    if not has_okf_tables(tables):
         raise AnswerError(f"{path} is not a datasette-okf database (build one with: datasette okf build BUNDLE)")
     return path
 

@@ -22,13 +22,12 @@ from dataclasses import astuple, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from .derived import TIMELINE, is_derived_timeline
 from .frontmatter import FrontmatterError, parse_frontmatter, split_frontmatter
+from .schema import MAX_FILE_BYTES, TIMELINE, is_derived_timeline
 from .links import PathIndex, RawLink, Resolution, find_headings, find_links, find_wikilinks, mask_code, slug
 from .titles import TitleIndex, words
 
 PARSER_VERSION = "2"  # bump when parsing changes, so unchanged files are re-read
-MAX_FILE_BYTES = 4 * 1024 * 1024
 RESERVED = {"index.md", "log.md"}  # OKF §3.1
 
 # Path-valued frontmatter fields (OKF §6.2): (key, nested key or None).

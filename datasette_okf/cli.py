@@ -301,7 +301,7 @@ def file_back_command(database: Path, bundle: Path, question: str, answer_file, 
 def rebuild_candidates_command(database: Path, as_json: bool):
     """Concepts derived from references/ that re-running ingest would recreate (seed 003 §7.6), with what
     deleting each would lose, and the references/ files nothing cites yet. Changes nothing."""
-    from .rebuild import rebuild_candidates
+    from .rebuild_candidates import rebuild_candidates
 
     report = rebuild_candidates(connection(str(database)))
     if as_json:

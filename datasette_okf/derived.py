@@ -16,11 +16,9 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from .links import markdown_link
+from .schema import KEYWORDS, TIMELINE, TIMELINE_MARKER, bundles_of, derived_paths, read_meta
 from .titles import STOPWORDS
 
-TIMELINE, KEYWORDS = "timeline.md", "wiki-trigger-keywords.txt"
-# First line of a timeline.md this tool wrote: the build does not index such a file as a concept.
-TIMELINE_MARKER = "<!-- derived by `datasette okf build` from the bundle's relations and log; edits are overwritten -->"
 KEYWORDS_HEADER = "# wiki-trigger-keywords.txt, derived by `datasette okf build`; edits are overwritten."
 _ISO_DATE = re.compile(r"^\d{4}(-\d{2}(-\d{2})?)?")
 
@@ -116,8 +114,7 @@ def write_derived(database: Path, into_bundles: Iterable[str] = (), database_unc
     database = Path(database)
     conn = sqlite3.connect(database)  # not mode=ro: a read-only connection leaves the -wal and -shm files behind
     try:
-        roots = {name: Path(b["path"]) for name, b in json.loads(
-            conn.execute("select value from meta where key = 'bundles'").fetchone()[0]).items()}
+        roots = {name: Path(b["path"]) for name, b in bundles_of(read_meta(conn)).items()}
         timeline, keywords = derived_paths(database)
         paths = [timeline, keywords] + [roots[name] / file for name in into_bundles for file in (TIMELINE, KEYWORDS)]
         if database_unchanged and all(path.exists() for path in paths):
@@ -142,16 +139,6 @@ def write_derived(database: Path, into_bundles: Iterable[str] = (), database_unc
     if problems:
         raise DerivedFileError("; ".join(problems), written)
     return written
-
-
-def derived_paths(database: Path) -> tuple[Path, Path]:
-    """DB.timeline.md and DB.wiki-trigger-keywords.txt beside `database`."""
-    return database.with_name(f"{database.stem}.{TIMELINE}"), database.with_name(f"{database.stem}.{KEYWORDS}")
-
-
-def is_derived_timeline(text: str) -> bool:
-    """A timeline.md this tool wrote (not a note someone happened to call timeline.md)."""
-    return text.lstrip("\ufeff").startswith("# Timeline\n\n" + TIMELINE_MARKER)
 
 
 def _string_tags(tags: Any) -> list[str]:

@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 
 from .links import markdown_link, slug
+from .schema import bundles_of, read_meta
 
 FOLDER = "syntheses"
 MAX_SLUG = 80
@@ -73,7 +74,7 @@ def file_back(
     _log(bundle_dir / "log.md", now, f"Filed back {markdown_link(title, '/' + relative)}: an answer by {model_id} to "
          f"\u201c{' '.join(question.split())}\u201d, citing {len(concepts)} note{'s' if len(concepts) != 1 else ''}.")
     if rebuild:  # the same steps as a build (seed 003 §7.2): the database, then the derived files
-        from .derived import KEYWORDS, TIMELINE
+        from .schema import KEYWORDS, TIMELINE
         from .store import build
 
         opted_in = any((bundle_dir / f).exists() for f in (TIMELINE, KEYWORDS))
@@ -91,10 +92,10 @@ def _cited_concepts(database: Path, bundle: str, ids: list[str]) -> tuple[list[d
     conn = sqlite3.connect(database)
     try:
         try:
-            meta = dict(conn.execute("select key, value from meta"))
+            meta = read_meta(conn)
         except sqlite3.DatabaseError as error:
             raise FileBackError(f"{database} is not a database built by datasette okf build ({error})") from None
-        if bundle not in json.loads(meta.get("bundles", "{}")):
+        if bundle not in bundles_of(meta):
             raise FileBackError(f"{database} was not built from a bundle named {bundle!r}; file back into that bundle")
         rows = {r[0]: {"id": r[0], "path": r[1], "title": r[2] or r[0]} for r in conn.execute(
             "select id, path, title from concepts where bundle = ? and id in (select value from json_each(?))",

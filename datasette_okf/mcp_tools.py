@@ -19,7 +19,8 @@ from .embed import EmbeddingError
 from .graph import MAX_HOPS, WalkOptions, graph_expand
 from .lint import checks, run_lint
 from .notes import BadConceptId, check_id, read_concept, similar_ids
-from .retrieve import MODES, OutdatedDatabase, context_for as run_context_for
+from .retrieve import MODES, context_for as run_context_for
+from .schema import OutdatedDatabase
 from .web import MAX_QUESTION, PLUGIN, visible_databases
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)

@@ -27,7 +27,8 @@ from .render import (
     no_confident_match,
     node_header,
 )
-from .sqlfunctions import prepare_connection, stored_model
+from .schema import check_format, stored_model
+from .sqlfunctions import prepare_connection
 from .titles import MAX_QUESTION, coverage
 
 MODES = ("hybrid", "vector", "keyword", "graph-walk")
@@ -104,25 +105,6 @@ def classify_intent(question: str) -> str:
         if re.search(pattern, q):
             return intent
     return "GENERAL"
-
-
-class OutdatedDatabase(ValueError):
-    """The file was built by another version of datasette-okf's format: rebuild it."""
-
-
-def check_format(conn: Any) -> None:
-    from .store import FORMAT_VERSION
-
-    try:
-        row = conn.execute("select value from meta where key = 'format_version'").fetchone()
-    except Exception:
-        raise OutdatedDatabase("this is not a datasette-okf database (no meta table)") from None
-    if not row or row[0] != FORMAT_VERSION:
-        raise OutdatedDatabase(
-            f"this database has format {row[0] if row else 'unknown'}, this datasette-okf reads format "
-            f"{FORMAT_VERSION}: rebuild it with datasette okf build (only changed vectors are recomputed "
-            "when the model is the same)"
-        )
 
 
 def connection(db: Any) -> Any:

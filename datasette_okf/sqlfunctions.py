@@ -15,13 +15,11 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
-import sqlite_vec
-
-from .bundle import MAX_FILE_BYTES
 from .embed import EmbeddingError, canonical_id, embed_query
 from .graph import graph_expand, walk_arguments
 from .hamming import hamming_candidates
 from .links import slug
+from .schema import MAX_FILE_BYTES, load_sqlite_vec, stored_model
 from .titles import MAX_QUESTION, TitleIndex, coverage, fts_query
 
 MAX_NOTE = MAX_FILE_BYTES  # characters: the largest text a build stores (okf_slug and okf_coverage read them)
@@ -82,28 +80,6 @@ def title_index(conn: Any) -> TitleIndex:
         names.append((concept_id, title or ""))
         names.extend((concept_id, alias) for alias in json.loads(aliases or "[]"))
     return TitleIndex(names)
-
-
-def load_sqlite_vec(conn: Any) -> None:
-    """Load sqlite-vec: without it SQLite cannot even read a file holding a vec0 table."""
-    try:
-        conn.enable_load_extension(True)
-        sqlite_vec.load(conn)
-        conn.enable_load_extension(False)
-    except AttributeError:
-        raise EmbeddingError(
-            "this Python's sqlite3 cannot load extensions, and sqlite-vec is one; "
-            "install pysqlite3-binary (Linux x86_64) or use a Python built with extension support"
-        ) from None
-
-
-def stored_model(conn: Any) -> str | None:
-    """The embedding model a database was built with, or None (no vectors yet)."""
-    try:
-        row = conn.execute("select value from meta where key = 'embedding_model'").fetchone()
-    except Exception:  # no meta table: not a datasette-okf database
-        return None
-    return row[0] if row else None
 
 
 def prepare_connection(conn: Any) -> None:

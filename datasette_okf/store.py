@@ -18,7 +18,6 @@ import json
 import os
 import shutil
 import time
-import urllib.parse
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -31,16 +30,14 @@ from sqlite_utils.utils import sqlite3  # pysqlite3 where installed, as sqlite-u
 from . import __version__
 from .bundle import Bundle, Concept, ScannedBundle, cache_key, parse_bundle, rows, scan_bundle
 from .chunks import embedding_text, split_into_chunks, text_hash
-from .derived import DerivedFileError, derived_paths, write_derived
+from .derived import DerivedFileError, write_derived
 from .embed import canonical_id, dimensions, embed_texts, get_model
 from .locks import LOCK_SUFFIX, LockTimeout, build_lock, held_open
-from .sqlfunctions import load_sqlite_vec
+from .schema import (FORMAT_VERSION, SIDE_FILES, bundles_of, connect, derived_paths, ensure_schema, file_kind,
+                     read_meta)
 
 T = TypeVar("T")
 
-FORMAT_VERSION = "6"
-FTS_COLUMNS = ["title", "aliases", "description", "tags", "body"]
-FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
 
 
 class BuildError(Exception):
@@ -281,39 +278,6 @@ def _process_alive(pid: int) -> bool:
     return True
 
 
-SQLITE_HEADER = b"SQLite format 3\x00"
-SIDE_FILES = ("-wal", "-shm", "-journal")
-
-
-def file_uri(path: Path | str, **parameters: str) -> str:
-    """A `file:` URI for `path` that survives `#`, `?`, `%` and spaces in the name."""
-    query = urllib.parse.urlencode(parameters)
-    return f"file:{urllib.parse.quote(str(Path(path).resolve()))}" + (f"?{query}" if query else "")
-
-
-def file_kind(path: Path) -> str:
-    """"empty", "okf" (a datasette-okf database, any format version), "sqlite" (someone else's) or "other".
-
-    Read with `immutable=1`: looking creates no -wal or -shm file and takes no lock."""
-    with open(path, "rb") as handle:
-        header = handle.read(len(SQLITE_HEADER))
-    if not header:
-        return "empty"
-    if header != SQLITE_HEADER:
-        return "other"
-    try:
-        conn = sqlite3.connect(file_uri(path, immutable="1"), uri=True)
-        try:
-            tables = {row[0] for row in conn.execute("select name from sqlite_master where type = 'table'")}
-            ours = {"concepts", "meta"} <= tables and conn.execute(
-                "select 1 from meta where key = 'format_version'").fetchone() is not None
-        finally:
-            conn.close()
-    except sqlite3.Error:
-        return "sqlite"
-    return "okf" if ours else "sqlite"
-
-
 def _check_writable(output: Path) -> None:
     """Say so before anything is opened: SQLite would open a read-only file read-only and leave -wal and
     -shm files beside it, and a lock or temporary file cannot be made in a read-only folder."""
@@ -472,92 +436,6 @@ def _write_derived(output: Path, into_bundles: Iterable[str], unchanged: bool) -
         return write_derived(output, list(into_bundles), database_unchanged=unchanged), None
     except DerivedFileError as error:
         return error.written, str(error)
-
-
-def connect(path: Path | str) -> sqlite_utils.Database:
-    """A sqlite-utils Database with sqlite-vec loaded, so vec0 tables can be read and written."""
-    db = sqlite_utils.Database(path)
-    load_sqlite_vec(db.conn)
-    return db
-
-
-def ensure_schema(db: sqlite_utils.Database) -> None:
-    """Create the tables, indexes and full-text index if they are missing."""
-    db["concepts"].create(
-        {
-            "id": str, "bundle": str, "path": str, "type": str, "title": str,
-            "description": str, "tags": str, "aliases": str, "body": str,
-            "frontmatter": str, "sources": str, "status": str, "stale_after": str,
-            "trust_tier": str, "generated_by": str, "generated_at": str,
-            "superseded_by": str, "is_index": int, "content_hash": str, "degree": int,
-        },
-        pk="id",
-        if_not_exists=True,
-    )
-    db["edges"].create(
-        {
-            "id": int, "src": str, "dst": str, "predicate": str, "kind": str,
-            "anchor": str, "object_literal": str, "date": str, "source_id": str, "line": int,
-        },
-        pk="id",
-        if_not_exists=True,
-    )
-    db["link_issues"].create(
-        {
-            "id": int, "src": str, "bundle": str, "file": str, "line": int,
-            "target": str, "kind": str, "problem": str, "candidates": str,
-        },
-        pk="id",
-        if_not_exists=True,
-    )
-    db["build_issues"].create(
-        {"id": int, "bundle": str, "file": str, "severity": str, "message": str},
-        pk="id",
-        if_not_exists=True,
-    )
-    db["external_links"].create(
-        {"id": int, "src": str, "url": str, "text": str, "predicate": str, "line": int},
-        pk="id",
-        if_not_exists=True,
-    )
-    db["log_entries"].create(
-        {"id": int, "bundle": str, "file": str, "date": str, "text": str, "line": int},
-        pk="id",
-        if_not_exists=True,
-    )
-    db["chunks"].create(
-        {
-            "id": int, "concept_id": str, "seq": int, "heading": str, "text": str,
-            "content_hash": str, "embedded_with": str,
-        },
-        pk="id",
-        if_not_exists=True,
-    )
-    db["headings"].create(
-        {"id": int, "concept_id": str, "level": int, "text": str, "slug": str, "line": int},
-        pk="id",
-        if_not_exists=True,
-    )
-    db["parse_cache"].create({"key": str, "bundle": str, "entry": str}, pk="key", if_not_exists=True)
-    db["meta"].create({"key": str, "value": str}, pk="key", if_not_exists=True)
-    for table, columns in [
-        ("concepts", ["bundle"]),
-        ("concepts", ["bundle", "is_index"]),  # counts without reading the rows (a body can span pages)
-        ("chunks", ["embedded_with"]),  # "anything left to embed?" without reading the chunk texts
-        ("concepts", ["type"]),
-        ("chunks", ["concept_id"]),
-        ("headings", ["concept_id"]),
-        ("parse_cache", ["bundle"]),
-        ("edges", ["src"]),
-        ("edges", ["dst"]),
-        ("link_issues", ["src"]),
-        ("external_links", ["src"]),
-        ("log_entries", ["bundle"]),
-        ("build_issues", ["bundle"]),
-    ]:
-        db[table].create_index(columns, if_not_exists=True)
-    if not db["concepts"].detect_fts():
-        db["concepts"].enable_fts(FTS_COLUMNS, tokenize=FTS_TOKENIZE, create_triggers=True)
 
 
 def _concept_row(concept) -> dict:
@@ -729,7 +607,7 @@ def _delete_chunks(db: sqlite_utils.Database, where: str, params: list) -> None:
 def _embed_missing(db: sqlite_utils.Database, model, model_id: str, progress: Progress) -> EmbedReport:
     """Give every chunk without a vector from `model_id` one, shortest texts batched together."""
     started = time.perf_counter()
-    meta = _meta(db)
+    meta = read_meta(db.conn)
     previous = meta.get("embedding_model")
     report = EmbedReport(model_id, int(meta.get("embedding_dimensions") or 0))
     if previous != model_id or "chunk_vectors" not in db.table_names():
@@ -785,8 +663,7 @@ def _fingerprint(scanned: ScannedBundle, link_mentions: bool) -> str:
 
 def _write_meta(db: sqlite_utils.Database, scanned: list[ScannedBundle], link_mentions: bool) -> None:
     now = datetime.now(timezone.utc).isoformat(timespec="microseconds")  # also a state stamp (hamming.py)
-    existing = _meta(db).get("bundles", "{}")
-    bundles = json.loads(existing)
+    bundles = bundles_of(read_meta(db.conn))
     for s in scanned:
         bundles[s.name] = {"path": str(s.root.resolve()), "fingerprint": _fingerprint(s, link_mentions), "built_at": now}
     db["meta"].upsert_all(
@@ -800,19 +677,13 @@ def _write_meta(db: sqlite_utils.Database, scanned: list[ScannedBundle], link_me
     )
 
 
-def _meta(db: sqlite_utils.Database) -> dict[str, str]:
-    if "meta" not in db.table_names():
-        return {}
-    return {r["key"]: r["value"] for r in db.query("select key, value from meta")}
-
-
 def _previous_state(output: Path) -> dict:
     """Fingerprints, embedding model and count of chunks lacking vectors in an existing database."""
     if not output.exists():
         return {}
     try:
         db = connect(output)
-        meta = _meta(db)
+        meta = read_meta(db.conn)
         unembedded = db.execute(
             "select count(*) from chunks where embedded_with is null or embedded_with != ?",
             [meta.get("embedding_model") or ""],
@@ -822,7 +693,7 @@ def _previous_state(output: Path) -> dict:
         return {}
     if meta.get("format_version") != FORMAT_VERSION or meta.get("tool_version") != __version__:
         return {}
-    fingerprints = {name: b.get("fingerprint") for name, b in json.loads(meta.get("bundles", "{}")).items()}
+    fingerprints = {name: b.get("fingerprint") for name, b in bundles_of(meta).items()}
     return {"fingerprints": fingerprints, "embedding_model": meta.get("embedding_model"), "unembedded": unembedded}
 
 

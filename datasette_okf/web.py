@@ -17,7 +17,8 @@ from urllib.parse import quote, urlencode
 from datasette.utils.asgi import Forbidden, Response
 
 from .embed import EmbeddingError
-from .retrieve import MODES, OutdatedDatabase, context_for
+from .retrieve import MODES, context_for
+from .schema import OutdatedDatabase, has_okf_tables
 from .titles import MAX_QUESTION  # the SQL functions' limit too: one for every way in
 
 PLUGIN = "datasette-okf"
@@ -39,7 +40,7 @@ async def okf_databases(datasette) -> list[str]:
         if name == "_internal":
             continue
         tables = set(await db.table_names())
-        if {"concepts", "edges", "meta"} <= tables:
+        if has_okf_tables(tables):
             names.append(name)
     return names
 

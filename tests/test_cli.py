@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from datasette.cli import cli
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from datasette_okf.store import FORMAT_VERSION, file_kind
+from datasette_okf.schema import FORMAT_VERSION, file_kind
 
 from .conftest import write_bundle
 

@@ -7,7 +7,8 @@ import shutil
 from click.testing import CliRunner
 from datasette.cli import cli
 
-from datasette_okf.derived import is_derived_timeline, trigger_keywords, write_derived
+from datasette_okf.derived import trigger_keywords, write_derived
+from datasette_okf.schema import is_derived_timeline
 from datasette_okf.retrieve import connection
 from datasette_okf.store import build
 

@@ -136,7 +136,7 @@ def test_a_database_of_another_format_is_a_clear_error(campaign_db, tmp_path):
     import shutil
     import sqlite3
 
-    from datasette_okf.retrieve import OutdatedDatabase
+    from datasette_okf.schema import OutdatedDatabase
 
     old = tmp_path / "old.db"
     shutil.copyfile(campaign_db, old)

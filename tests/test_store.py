@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import sqlite_utils
 
-from datasette_okf import store
+from datasette_okf import schema, store
 from datasette_okf.store import BuildError, BuildRefused, build
 
 from .conftest import write_bundle
@@ -48,7 +48,7 @@ def test_schema_and_contents(bundle, tmp_path):
     ]
     assert [r["target"] for r in db["link_issues"].rows] == ["/nowhere.md"]
     meta = {r["key"]: r["value"] for r in db["meta"].rows}
-    assert meta["format_version"] == store.FORMAT_VERSION and "alpha" in json.loads(meta["bundles"])
+    assert meta["format_version"] == schema.FORMAT_VERSION and "alpha" in json.loads(meta["bundles"])
     hits = [r["id"] for r in db.query(
         "select concepts.id from concepts join concepts_fts on concepts.rowid = concepts_fts.rowid"
         " where concepts_fts match 'harrow'")]
@@ -396,7 +396,7 @@ def test_files_are_left_in_wal_mode_self_contained_and_never_replaced_under_a_re
         reader.communicate("", timeout=10)
     build([bundle], db_path, embed=False)
     version = sqlite_utils.Database(db_path).execute("select value from meta where key = 'format_version'").fetchone()[0]
-    assert version == store.FORMAT_VERSION
+    assert version == schema.FORMAT_VERSION
 
 
 def test_prune_never_touches_another_bundles_rows(tmp_path):

@@ -9,7 +9,7 @@ import time
 from click.testing import CliRunner
 from datasette.cli import cli
 
-from datasette_okf.rebuild import rebuild_candidates
+from datasette_okf.rebuild_candidates import rebuild_candidates
 from datasette_okf.retrieve import connection
 from datasette_okf.store import build
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .lint import operations, run_lint
+from .schema import bundles_of, read_meta
 
 SQL = next(q.sql for q in operations() if q.name == "okf_rebuild_candidates")
 EDIT_SLACK_SECONDS = 120  # a file written by the ingest itself is a little newer than its stamp
@@ -22,8 +23,7 @@ EDIT_SLACK_SECONDS = 120  # a file written by the ingest itself is a little newe
 
 def rebuild_candidates(conn: Any) -> dict[str, list[dict[str, Any]]]:
     """{"candidates": [...], "unreviewed_references": [...]} for a built database."""
-    roots = {name: Path(b["path"]) for name, b in json.loads(
-        conn.execute("select value from meta where key = 'bundles'").fetchone()[0]).items()}
+    roots = {name: Path(b["path"]) for name, b in bundles_of(read_meta(conn)).items()}
     cursor = conn.execute(SQL)
     columns = [c[0] for c in cursor.description]
     candidates = []
