@@ -51,7 +51,7 @@ def register_routes():
 @hookimpl
 def database_actions(datasette, actor, database):
     async def inner():
-        from .web import okf_databases
+        from .access import okf_databases
 
         if database in await okf_databases(datasette):
             return [{"href": f"/-/context_for?db={database}", "label": "Ask this bundle (context_for)"}]
@@ -68,29 +68,12 @@ def menu_links(datasette, actor):
 @hookimpl
 def canned_queries(datasette, database):
     async def inner():
+        from .access import okf_databases, plugin_config
         from .lint import canned_queries as queries
-        from .web import PLUGIN, okf_databases
 
         if database not in await okf_databases(datasette):
             return {}
-        return queries((datasette.plugin_config(PLUGIN) or {}).get("multi_valued_predicates"))
-
-    return inner
-
-
-@hookimpl
-def startup(datasette):
-    """Datasette 1.0 alphas ignore canned_queries; they have add_query instead."""
-    if not hasattr(datasette, "add_query"):
-        return None
-
-    async def inner():
-        from .lint import canned_queries as queries
-        from .web import okf_databases
-
-        for database in await okf_databases(datasette):
-            for name, query in queries().items():
-                datasette.add_query(database, name, **query)
+        return queries(plugin_config(datasette).get("multi_valued_predicates"))
 
     return inner
 

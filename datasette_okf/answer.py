@@ -23,6 +23,7 @@ from sqlite_utils.utils import sqlite3  # pysqlite3 where installed: it can load
 from .deadline import call_with_deadline
 from .embed import unknown_model_message, with_deadline
 from .notes import BadConceptId, check_id, read_concept, similar_ids
+from .options import ContextOptions
 from .retrieve import context_for
 from .schema import file_uri, has_okf_tables
 
@@ -65,11 +66,12 @@ def check_database(db: str | Path) -> Path:
     return path
 
 
-def local_context(db: str | Path, question: str, **options: Any) -> dict[str, Any]:
+def local_context(db: str | Path, question: str, options: ContextOptions | None = None,
+                  **overrides: Any) -> dict[str, Any]:
     """context_for on a database file, after checking that it is one of ours; read-only."""
     with closing(read_only(check_database(db))) as conn:
         try:
-            return context_for(conn, question, **options)
+            return context_for(conn, question, options, **overrides)
         except ValueError as error:  # an outdated file, or a bad option
             raise AnswerError(str(error)) from None
 

@@ -13,7 +13,8 @@ import yaml
 from .embed import DEFAULT_MODEL, EmbeddingError
 from .evaluate import as_table, evaluate as run_evaluation, load_golden
 from .lint import run_lint
-from .retrieve import MODES, connection, context_for
+from .options import MODES, BadOption, ContextOptions
+from .retrieve import connection, context_for
 from .store import BuildError, BuildRefused, BuildReport, Progress, build as build_database
 
 
@@ -21,6 +22,9 @@ class Refused(click.ClickException):
     """A request the user must change (another file at -o, a file in use): exit 2, as for a usage error."""
 
     exit_code = 2
+
+
+DEFAULTS = ContextOptions()
 
 
 @click.group()
@@ -137,15 +141,18 @@ def build(
 @click.argument("database", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.argument("question")
 @click.option("--json", "as_json", is_flag=True, help="Print the whole JSON response")
-@click.option("--mode", type=click.Choice(MODES), default="hybrid", show_default=True)
-@click.option("-k", type=int, default=10, show_default=True, help="Results per list (and for vector/keyword modes)")
-@click.option("--budget", type=int, default=2000, show_default=True, help="Token budget of the context")
-@click.option("--seeds", "max_seeds", type=int, default=5, show_default=True, help="Seeds kept after fusion")
-@click.option("--hops", type=int, default=2, show_default=True)
+@click.option("--mode", type=click.Choice(MODES), default=DEFAULTS.mode, show_default=True)
+@click.option("-k", type=int, default=DEFAULTS.k, show_default=True, help="Results per list (and for vector/keyword modes)")
+@click.option("--budget", type=int, default=DEFAULTS.budget, show_default=True, help="Token budget of the context")
+@click.option("--seeds", "max_seeds", type=int, default=DEFAULTS.max_seeds, show_default=True, help="Seeds kept after fusion")
+@click.option("--hops", type=int, default=DEFAULTS.hops, show_default=True)
 def context(database: Path, question: str, as_json: bool, mode: str, k: int, budget: int, max_seeds: int, hops: int):
     """Print the context DATABASE gives an LLM for QUESTION."""
     try:
-        result = context_for(str(database), question, mode=mode, k=k, budget=budget, max_seeds=max_seeds, hops=hops)
+        options = ContextOptions(mode=mode, k=k, budget=budget, max_seeds=max_seeds, hops=hops)
+        result = context_for(str(database), question, options)
+    except BadOption as error:
+        raise click.BadParameter(str(error), param_hint="--seeds" if error.parameter == "max_seeds" else f"--{error.parameter}")
     except (EmbeddingError, ValueError) as error:
         raise click.ClickException(str(error))
     if as_json:

@@ -139,6 +139,8 @@ def check_predicate_weights(table: dict[str, Any]) -> None:
 def walk_arguments(seeds: Any, hops: Any, options: Any) -> tuple[list[str], WalkOptions]:
     """The arguments of SQL's `graph_expand(seeds_json, hops, options_json)`, checked."""
     walk = WalkOptions.from_json(options)
+    if isinstance(hops, str) and hops.strip().isdigit():  # Datasette's SQL editor passes every parameter as text
+        hops = int(hops)
     walk.hops = bounded("hops", hops, 0, MAX_HOPS)
     try:
         ids = json.loads(seeds or "[]")

@@ -16,7 +16,9 @@ from .answer import (REMOTE_TIMEOUT, OKF, AnswerError, cited, get_chat_model, lo
                      prompt_parts, remote_context)
 from .embed import DEFAULT_ALIASES, EmbeddingError, OKFMiniLM
 from .fileback import FileBackError, file_back
-from .retrieve import MODES
+from .options import MODES, BadOption, ContextOptions
+
+DEFAULTS = ContextOptions()
 
 
 @llm.hookimpl
@@ -52,10 +54,13 @@ def _retrieve(question: str, database: str | None, url: str | None, mode: str, b
     if timeout is not None and not url:
         raise click.ClickException("--timeout bounds the --url request; a local -d database has none to bound")
     try:
+        options = DEFAULTS.with_(mode=mode, budget=budget)
         if url:
             return remote_context(url, question, db=database, mode=mode, budget=budget,
                                   timeout=REMOTE_TIMEOUT if timeout is None else timeout)
-        return local_context(database, question, mode=mode, budget=budget)
+        return local_context(database, question, options)
+    except BadOption as error:
+        raise click.BadParameter(str(error), param_hint=f"--{error.parameter}") from None
     except (AnswerError, EmbeddingError) as error:
         raise click.ClickException(str(error)) from None
 
@@ -73,8 +78,9 @@ def _shared_options(command):
     command = click.option("--timeout", type=float, metavar="SECONDS", callback=_positive_seconds,
                            help=f"With --url: give up when the whole answer has not arrived within this "
                                 f"many seconds  [default: {REMOTE_TIMEOUT:g}]")(command)
-    command = click.option("--mode", type=click.Choice(MODES), default="hybrid", show_default=True)(command)
-    command = click.option("--budget", type=int, default=2000, show_default=True, help="Token budget of the context")(command)
+    command = click.option("--mode", type=click.Choice(MODES), default=DEFAULTS.mode, show_default=True)(command)
+    command = click.option("--budget", type=int, default=DEFAULTS.budget, show_default=True,
+                           help="Token budget of the context")(command)
     return command
 
 

@@ -19,12 +19,13 @@ from .embed import EmbeddingError
 from .graph import MAX_HOPS, WalkOptions, graph_expand
 from .lint import checks, run_lint
 from .notes import BadConceptId, check_id, read_concept, similar_ids
-from .retrieve import MODES, context_for as run_context_for
+from .access import configured_options, plugin_config, visible_databases
+from .options import BadOption
+from .retrieve import context_for as run_context_for
 from .schema import OutdatedDatabase
-from .web import MAX_QUESTION, PLUGIN, visible_databases
+from .titles import MAX_QUESTION
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
-MAX_BUDGET = 8000
 MAX_LINT_ROWS = 50
 MAX_RELATED = 25
 
@@ -56,36 +57,37 @@ def register(datasette: Any, mcp: MCPServer) -> None:
         return datasette.get_database(db)
 
     @mcp.tool(annotations=READ_ONLY)
-    async def context_for(question: str, ctx: Context, db: str | None = None, mode: str = "hybrid",
-                          budget: int = 2000) -> dict[str, Any]:
+    async def context_for(question: str, ctx: Context, db: str | None = None, mode: str | None = None,
+                          budget: int | None = None) -> dict[str, Any]:
         """Fetch what a knowledge bundle says about a question, before answering it.
 
         Call this first for any question about the bundle's people, places,
         events or rules. Returns `context`, a block of facts and note excerpts
         ready to read (cite notes by the ids in square brackets), and `nodes`,
-        the notes it drew on (id, title, why it was picked, trust tier). If
-        `confident` is false the bundle holds no good match: say so rather than
-        guess. mode: hybrid (default), vector, keyword or graph-walk; budget:
-        tokens of context, 100 to 8000. db: only needed when several bundles are
-        served."""
+        the notes it drew on (id, title, `via`: why it was picked, `why`: the
+        same as data, trust tier). If `confident` is false the bundle holds no
+        good match: say so rather than guess. mode: hybrid (default), vector,
+        keyword or graph-walk; budget: tokens of context, 100 to 20000 (default
+        2000; both as the server is configured). db: only needed when several
+        bundles are served."""
         question = " ".join((question or "").split())
         if not question:
             raise ToolError("question is empty.")
         if len(question) > MAX_QUESTION:
             raise ToolError(f"question is {len(question)} characters; at most {MAX_QUESTION}.")
-        if mode not in MODES:
-            raise ToolError(f"mode must be one of {', '.join(MODES)}.")
-        if not 100 <= budget <= MAX_BUDGET:
-            raise ToolError(f"budget must be between 100 and {MAX_BUDGET}.")
+        try:  # the server's configured defaults, as /-/context_for.json uses them, with the caller's on top
+            options = configured_options(datasette).with_(mode=mode, budget=budget)
+        except BadOption as error:
+            raise ToolError(f"{error}.") from None
         database = await database_for(ctx, db)
         try:
-            result = await database.execute_fn(lambda conn: run_context_for(conn, question, mode=mode, budget=budget))
+            result = await database.execute_fn(lambda conn: run_context_for(conn, question, options))
         except (OutdatedDatabase, EmbeddingError) as error:
             raise ToolError(str(error)) from None
         return {
             "database": database.name, "question": question, "confident": result["confident"],
             "context": result["context"], "vectors": result["vectors"],
-            "nodes": [{"id": n["id"], "title": n["title"], "why": n["via"], "trust": n["trust"]}
+            "nodes": [{"id": n["id"], "title": n["title"], "via": n["via"], "why": n["why"], "trust": n["trust"]}
                       for n in result["nodes"]],
         }
 
@@ -144,7 +146,7 @@ def register(datasette: Any, mcp: MCPServer) -> None:
         (error or warning), what it means and how to fix it, and its findings
         (at most 50 rows each; `count` is the full number). With `check`, runs
         only that one (names as returned here, e.g. dead_links)."""
-        multi_valued = (datasette.plugin_config(PLUGIN) or {}).get("multi_valued_predicates")
+        multi_valued = plugin_config(datasette).get("multi_valued_predicates")
         names = sorted(c.name.removeprefix("lint_") for c in checks(multi_valued))
         if check is not None and check not in names:
             raise ToolError(f"Unknown check {check!r}. Checks: {', '.join(names)}.")

@@ -1,9 +1,12 @@
-"""context_for: seeds -> gate -> intent -> walk -> budget -> render.
+"""context_for: seeds -> gate -> walk -> facts -> budget -> render.
 
-Each stage is one SQL statement over the tables, using this package's SQL
-functions (okf_title_matches, okf_fts_query, okf_embed, rrf, graph_expand), and
-the response carries those statements so they can be rerun in Datasette's SQL
-editor with the same :question. Python only orchestrates.
+Each stage is one function over small records (Seed, Arrival, Node) and at most
+one SQL statement over the tables, using this package's SQL functions
+(okf_title_matches, okf_fts_query, okf_embed, rrf, graph_expand). The response
+carries each statement (`sql`) and the exact named parameters it ran with
+(`params`): pasted together into Datasette's SQL editor they give the stage's
+rows again. Python only orchestrates; what differs between modes is in
+MODE_RULES.
 """
 
 from __future__ import annotations
@@ -11,14 +14,17 @@ from __future__ import annotations
 import json
 import re
 import time
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 import sqlite_utils
 
 from .embed import EmbeddingError, canonical_id, embed_query
 from .graph import WalkOptions
+from .links import slug
+from .options import MODES, BadOption, ContextOptions
 from .render import (
     chunk_block,
     context_text,
@@ -31,7 +37,7 @@ from .schema import check_format, stored_model
 from .sqlfunctions import prepare_connection
 from .titles import MAX_QUESTION, coverage
 
-MODES = ("hybrid", "vector", "keyword", "graph-walk")
+T = TypeVar("T")
 RRF_K = 60
 GRAPH_WEIGHT = 0.5
 # Cosine similarity above which a vector hit alone makes the answer confident.
@@ -79,12 +85,6 @@ join concepts on concepts.id = chunks.concept_id and not concepts.is_index
 group by chunks.concept_id
 order by rank limit :k"""
 LISTS = {"title": (TITLE_SQL, 2.0), "fts": (FTS_SQL, 1.0), "vector": (VECTOR_SQL, 1.0)}
-MODE_LISTS = {
-    "hybrid": ("title", "fts", "vector"),
-    "vector": ("vector",),
-    "keyword": ("fts",),
-    "graph-walk": ("vector",),
-}
 WALK_SQL = "select value from json_each(graph_expand(:seeds, :hops, :walk_options))"
 FACTS_SQL = """select edges.src, edges.predicate, edges.dst, edges.object_literal, edges.date, edges.source_id
 from edges where edges.kind = 'relation' and edges.src in (select value from json_each(:nodes))
@@ -122,153 +122,326 @@ def connection(db: Any) -> Any:
     return conn
 
 
-def context_for(
-    db: Any,
-    question: str,
-    mode: str = "hybrid",
-    k: int = 10,
-    max_seeds: int = 5,
-    budget: int = 2000,
-    hops: int = 2,
-    cap: int | None = None,
-    vector_k: int = 60,
-    vector_threshold: float | None = None,
-    coverage_threshold: float = 0.5,
-    historical: bool | None = None,
-    predicate_weights: dict[str, dict[str, float]] | None = None,
-    fusion_weights: dict[str, float] | None = None,
-    binary_from: int = BINARY_FROM,
-    today: str | None = None,
-) -> dict[str, Any]:
-    """The slice of the bundle an LLM needs for `question`, as the JSON contract of issue 4."""
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {', '.join(MODES)}")
+# ------------------------------------------------------------------ records
+
+
+@dataclass(frozen=True)
+class ModeRules:
+    """What a mode runs: the seed lists it fuses, their length, the seeds it keeps, the walk's hops (None: no walk)."""
+
+    lists: tuple[str, ...]
+    list_k: Callable[[ContextOptions], int]
+    seed_count: Callable[[ContextOptions], int]
+    walk_hops: Callable[[ContextOptions], int] | None
+
+
+MODE_RULES = {
+    "hybrid": ModeRules(("title", "fts", "vector"), lambda o: max(o.k, 20), lambda o: o.max_seeds, lambda o: o.hops),
+    "vector": ModeRules(("vector",), lambda o: o.k, lambda o: o.k, None),
+    "keyword": ModeRules(("fts",), lambda o: o.k, lambda o: o.k, None),
+    "graph-walk": ModeRules(("vector",), lambda o: 5, lambda o: 5, lambda o: 1),
+}
+
+
+@dataclass
+class Query:
+    """What every stage reads, and what each leaves behind: its SQL, the parameters it ran with, its time."""
+
+    conn: Any
+    question: str
+    options: ContextOptions
+    rules: ModeRules
+    model: str
+    vectors: str  # "used", "none in this database" or "unavailable: why"
+    lists: tuple[str, ...]  # the seed lists that run (no vector list without vectors)
+    binary: bool  # vector candidates from 1-bit codes
+    intent: str
+    historical: bool
+    concepts: dict[str, dict[str, Any]] = field(default_factory=dict)  # what is known of each note met
+    sql: dict[str, str] = field(default_factory=dict)
+    params: dict[str, dict[str, Any]] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def run(self, stage: str, sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+        """A stage's statement, kept with its parameters so that the response can show and rerun it."""
+        self.sql[stage], self.params[stage] = sql, params
+        return _rows(self.conn, sql, params)
+
+    def know(self, ids: list[str]) -> None:
+        """Load what the stages need of these notes, once each."""
+        missing = [i for i in dict.fromkeys(ids) if i not in self.concepts]
+        if missing:
+            self.concepts.update(_concepts(self.conn, missing))
+
+
+@dataclass
+class Seed:
+    """A note the fused lists found, resolved to the end of its supersession chain."""
+
+    id: str
+    path: str
+    title: str
+    ranks: dict[str, int | None]
+    rrf: float
+    resolved_from: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Arrival:
+    """A note the walk reached: at which hop, from which note, over which edge (graph_expand's row)."""
+
+    id: str
+    hop: int
+    via: str
+    predicate: str
+    kind: str
+    anchor: str | None
+    score: float
+    degree: int
+
+
+@dataclass
+class Node:
+    """A note offered to the budget: what it is, how strongly it is wanted, and why it is there."""
+
+    concept: dict[str, Any]
+    score: float
+    why: dict[str, Any]  # {"kind": "seed", "ranks", "resolved_from"} or {"kind": "hop", "hop", "from", ...}
+    anchor: str | None = None
+    stale: bool = False
+
+    @property
+    def id(self) -> str:
+        return self.concept["id"]
+
+    @property
+    def is_seed(self) -> bool:
+        return self.why["kind"] == "seed"
+
+    @property
+    def via(self) -> str:
+        """`why` as one line for people (and for the LLM's context)."""
+        why = self.why
+        if why["kind"] == "hop":
+            return f"hop {why['hop']} via {why['from']} ({why['predicate']})"
+        text = "seed: " + "+".join(name for name, rank in why["ranks"].items() if rank)
+        return text + (f" (resolved from superseded {why['resolved_from']})" if why.get("resolved_from") else "")
+
+    def header_fields(self) -> dict[str, Any]:
+        """What render.node_header shows."""
+        return {**self.concept, "via": self.via, "stale": self.stale}
+
+    def as_json(self) -> dict[str, Any]:
+        return {**{key: self.concept.get(key) for key in ("id", "bundle", "path", "title")}, "score": self.score,
+                "via": self.via, "why": self.why, "trust": self.concept.get("trust"), "stale": self.stale,
+                "superseded_by": self.concept.get("superseded_by")}
+
+
+# ------------------------------------------------------------------- stages
+
+
+def context_for(db: Any, question: str, options: ContextOptions | None = None, **overrides: Any) -> dict[str, Any]:
+    """The slice of the bundle an LLM needs for `question`: seeds, gate, walk, facts, budget, render.
+
+    `options` (default ContextOptions()) with `overrides` on top; a BadOption names a bad one.
+    """
+    options = replace(options or ContextOptions(), **overrides)
     if len(question) > MAX_QUESTION:  # the SQL functions refuse longer text; say so here, where it is asked
-        raise ValueError(f"the question is {len(question):,} characters; at most {MAX_QUESTION:,}")
+        raise BadOption("question", f"the question is {len(question):,} characters; at most {MAX_QUESTION:,}")
     started = time.perf_counter()
-    timings: dict[str, float] = {}
+    query = open_query(db, question, options)
+    fused = _timed(query, "seeds", find_seeds, query)
+    confident, reason = _timed(query, "gate", gate, query, fused)
+    seeds = pick_seeds(query, fused)
+    walked: list[Arrival] = []
+    if query.rules.walk_hops is not None and seeds and confident:  # not confident: nothing is returned
+        walked = _timed(query, "walk", walk, query, seeds, fused)
+    tick = time.perf_counter()
+    nodes = offer(query, seeds, walked, fused)
+    facts = find_facts(query, nodes, run=confident)
+    picked, blocks, facts = fill_budget(question, nodes, _chunks(query.conn, [n.id for n in nodes], fused), facts,
+                                        options.budget)
+    query.timings["budget"] = _ms(tick)
+    return respond(query, confident, reason, seeds, picked, blocks, facts, started)
+
+
+def open_query(db: Any, question: str, options: ContextOptions) -> Query:
+    """The connection, and what the stages need to know of the database before they start."""
     conn = connection(db)
     check_format(conn)
     model = canonical_id(stored_model(conn))
+    rules = MODE_RULES[options.mode]
     has_vectors = _has_table(conn, "chunk_vectors")
     vectors = "used" if has_vectors else "none in this database"
-    if has_vectors and "vector" in MODE_LISTS[mode]:
+    if has_vectors and "vector" in rules.lists:
         try:  # embedded here (and cached) so that a failing model degrades the answer, not the request
             embed_query(model, question)
         except EmbeddingError as error:
             has_vectors, vectors = False, f"unavailable: {error}"
-    lists = [name for name in MODE_LISTS[mode] if name != "vector" or has_vectors] or ["title", "fts"]
-    binary = has_vectors and _chunk_count(conn) >= binary_from
-    params = {"question": question, "k": k if mode in ("vector", "keyword") else max(k, 20), "vector_k": vector_k,
-              "candidates": max(200, 4 * vector_k)}
-    if mode == "graph-walk":
-        params["k"] = 5
-    sql: dict[str, str] = {}
-
-    # 1. seeds, fused by reciprocal rank fusion
-    tick = time.perf_counter()
-    names = tuple(lists)
-    seed_sql = _fusion_sql(names, fusion_weights or {}, binary)
-    sql["seeds"] = seed_sql
-    fused = _rows(conn, seed_sql, params) if names else []
-    timings["seeds"] = _ms(tick)
-
-    concepts = _concepts(conn, [row["id"] for row in fused])
+    lists = tuple(name for name in rules.lists if name != "vector" or has_vectors) or ("title", "fts")
     intent = classify_intent(question)
-    is_historical = historical if historical is not None else intent == "HISTORICAL"
+    return Query(
+        conn, question, options, rules, model, vectors, lists,
+        binary=has_vectors and _chunk_count(conn) >= options.binary_from, intent=intent,
+        historical=options.historical if options.historical is not None else intent == "HISTORICAL",
+    )
 
-    # 2. confidence gate (seed 003 §10.4): a title hit, BM25 coverage, or vector similarity
-    tick = time.perf_counter()
-    threshold = vector_threshold if vector_threshold is not None else VECTOR_THRESHOLDS.get(model, DEFAULT_VECTOR_THRESHOLD)
-    confident, reason = _gate(conn, question, fused, concepts, threshold, coverage_threshold)
-    timings["gate"] = _ms(tick)
 
-    # superseded concepts are not seeds: they resolve to the end of their chain
-    seeds: list[dict[str, Any]] = []
-    seen: set[str] = set()
+def find_seeds(query: Query) -> list[dict[str, Any]]:
+    """1. Every seed list as a CTE, fused by reciprocal rank fusion: one statement."""
+    options = query.options
+    params = {"question": query.question, "k": query.rules.list_k(options), "vector_k": options.vector_k,
+              "candidates": options.candidates}
+    fused = query.run("seeds", _fusion_sql(query.lists, options.fusion_weights, query.binary), params)
+    query.know([row["id"] for row in fused])
+    return fused
+
+
+def gate(query: Query, fused: list[dict[str, Any]]) -> tuple[bool, str]:
+    """2. Confident when the question names a title or alias, the top keyword match covers most of its
+    words, or the nearest chunk is similar enough; otherwise nothing is returned."""
+    if any(row.get("title_rank") for row in fused):
+        return True, "the question names a concept's title or alias"
+    options = query.options
+    fts = sorted((row for row in fused if row.get("fts_rank")), key=lambda r: r["fts_rank"])
+    if fts:
+        text = query.conn.execute(
+            "select title || ' ' || coalesce(description, '') || ' ' || coalesce(tags, '') || ' ' || body"
+            " from concepts where id = ?", [fts[0]["id"]]
+        ).fetchone()[0]
+        share = coverage(query.question, text)
+        if share > options.coverage_threshold:
+            return True, f"the top keyword match covers {share:.0%} of the question's content words"
+    threshold = options.vector_threshold
+    if threshold is None:
+        threshold = VECTOR_THRESHOLDS.get(query.model, DEFAULT_VECTOR_THRESHOLD)
+    best = max((row.get("similarity") or 0.0 for row in fused), default=0.0)
+    if best >= threshold:
+        return True, f"the nearest chunk has cosine similarity {best:.2f} (threshold {threshold:.2f})"
+    if not fused:
+        return False, "no title, keyword or vector match at all"
+    return False, (
+        f"no title named, keyword coverage at most {options.coverage_threshold:.0%}, "
+        f"best vector similarity {best:.2f} below {threshold:.2f}"
+    )
+
+
+def pick_seeds(query: Query, fused: list[dict[str, Any]]) -> list[Seed]:
+    """The fused notes in order, each superseded one resolved to the end of its chain (unless the question
+    asks about the past), each once, as many as the mode keeps."""
+    seeds: list[Seed] = []
     for row in fused:
-        target, chain = row["id"], []
-        if not is_historical:
-            target, chain = _end_of_chain(conn, row["id"], concepts)
-        if target in seen:
+        target, chain = (row["id"], []) if query.historical else _end_of_chain(query, row["id"])
+        if any(seed.id == target for seed in seeds):
             continue
-        seen.add(target)
-        concepts.update(_concepts(conn, [target]))
-        seeds.append({
-            "id": target, "path": concepts[target]["path"], "title": concepts[target]["title"],
-            "ranks": {name: row.get(f"{name}_rank") for name in MODE_LISTS[mode]},
-            "rrf": round(row["rrf"], 6), "resolved_from": chain[0] if chain else None,
-        })
-        if len(seeds) >= (max_seeds if mode == "hybrid" else (5 if mode == "graph-walk" else k)):
+        query.know([target])
+        concept = query.concepts[target]
+        seeds.append(Seed(target, concept["path"], concept["title"],
+                          ranks={name: row.get(f"{name}_rank") for name in query.rules.lists},
+                          rrf=round(row["rrf"], 6), resolved_from=chain[0] if chain else None))
+        if len(seeds) >= query.rules.seed_count(query.options):
             break
+    return seeds
 
-    # 3-4. intent-weighted, capped walk (hybrid: 2 hops; graph-walk: 1 hop; others: none);
-    # not confident, nothing is returned: no walk
-    walked: list[dict[str, Any]] = []
-    if mode in ("hybrid", "graph-walk") and seeds and confident:
-        tick = time.perf_counter()
-        tie_ranks = {row["id"]: row.get("vector_rank") or 10**6 for row in fused}
-        options = WalkOptions(
-            hops=hops if mode == "hybrid" else 1,
-            cap=cap if cap is not None else len(seeds),
-            intent=intent,
-            superseded_multiplier=1.0 if is_historical else WalkOptions.superseded_multiplier,
-            predicate_weights=predicate_weights or {},
-            tie_ranks={k2: v for k2, v in tie_ranks.items() if v},
-        )
-        walk_params = {"seeds": json.dumps([s["id"] for s in seeds]), "hops": options.hops,
-                       "walk_options": json.dumps({k2: getattr(options, k2) for k2 in ("cap", "intent", "superseded_multiplier", "predicate_weights", "tie_ranks")})}
-        sql["walk"] = WALK_SQL
-        walked = [json.loads(row[0]) for row in conn.execute(WALK_SQL, walk_params)]
-        walked = [w for w in walked if w["id"] not in seen]
-        concepts.update(_concepts(conn, [w["id"] for w in walked]))
-        timings["walk"] = _ms(tick)
 
-    # 5. budget: seeds in fused order, then what the walk added; trust breaks ties
-    tick = time.perf_counter()
-    now = today or datetime.now(timezone.utc).isoformat()
-    # the walk's list joins the fusion at weight 0.5, below the seeds: it adds, it does not reorder them
+def walk(query: Query, seeds: list[Seed], fused: list[dict[str, Any]]) -> list[Arrival]:
+    """3. The intent-weighted, damped, capped walk from the seeds: graph_expand in one statement."""
+    options = query.options
+    # a fused note the vector list did not rank still ties before notes no list found
+    tie_ranks = {row["id"]: row.get("vector_rank") or 10**6 for row in fused}
+    walk_options = {
+        "cap": options.cap if options.cap is not None else len(seeds),
+        "intent": query.intent,
+        "superseded_multiplier": 1.0 if query.historical else WalkOptions.superseded_multiplier,
+        "predicate_weights": options.predicate_weights,
+        "tie_ranks": tie_ranks,
+    }
+    params = {"seeds": json.dumps([s.id for s in seeds]), "hops": query.rules.walk_hops(options),
+              "walk_options": json.dumps(walk_options)}
+    seen = {s.id for s in seeds}
+    walked = [Arrival(**json.loads(row["value"])) for row in query.run("walk", WALK_SQL, params)]
+    walked = [w for w in walked if w.id not in seen]
+    query.know([w.id for w in walked])
+    return walked
+
+
+def offer(query: Query, seeds: list[Seed], walked: list[Arrival], fused: list[dict[str, Any]]) -> list[Node]:
+    """Seeds in fused order, then what the walk added: its list joins the fusion at GRAPH_WEIGHT, below the
+    seeds, so it adds notes and never reorders them."""
+    now = query.options.today or datetime.now(timezone.utc).isoformat()
     fused_rrf = {row["id"]: row["rrf"] for row in fused}
-    candidates = [
-        {**concepts[s["id"]], "score": s["rrf"], "via": _seed_why(s)} for s in seeds
-    ] + [
-        {**concepts[w["id"]], "score": round(GRAPH_WEIGHT / (RRF_K + rank) + fused_rrf.get(w["id"], 0.0), 6),
-         "via": f"hop {w['hop']} via {w['via']} ({w['predicate']})", "anchor": w.get("anchor")}
+    nodes = [Node(query.concepts[s.id], s.rrf, {"kind": "seed", "ranks": s.ranks, "resolved_from": s.resolved_from})
+             for s in seeds]
+    nodes += [
+        Node(query.concepts[w.id], round(GRAPH_WEIGHT / (RRF_K + rank) + fused_rrf.get(w.id, 0.0), 6),
+             {"kind": "hop", "hop": w.hop, "from": w.via, "predicate": w.predicate, "edge_kind": w.kind},
+             anchor=w.anchor)
         for rank, w in enumerate(walked, start=1)
     ]
-    for node in candidates:
-        node["stale"] = bool(node.get("stale_after")) and now >= node["stale_after"]
-    distances = {chunk_id: distance for row in fused for chunk_id, distance in json.loads(row.get("chunk_distances") or "[]")}
-    chunks = _chunks(conn, [n["id"] for n in candidates], distances)
-    facts = _facts(conn, candidates) if confident else []
-    picked, blocks, facts = _fill_budget(question, candidates, chunks, facts, budget)
-    sql["facts"] = FACTS_SQL
-    timings["budget"] = _ms(tick)
+    for node in nodes:
+        stale_after = node.concept.get("stale_after")
+        node.stale = bool(stale_after) and now >= stale_after
+    return nodes
 
-    # 6. render
+
+def find_facts(query: Query, nodes: list[Node], run: bool) -> list[dict[str, Any]]:
+    """4. The typed relations of every offered note, as fact lines (only when the answer is confident)."""
+    by_id = {n.id: n for n in nodes}
+    params = {"nodes": json.dumps(list(by_id))}
+    if not run:
+        query.sql["facts"], query.params["facts"] = FACTS_SQL, params
+        return []
+    rows = query.run("facts", FACTS_SQL, params)
+    query.know([row["dst"] for row in rows if row["dst"]])
+    facts = []
+    for row in rows:
+        subject = by_id[row["src"]]
+        target = query.concepts.get(row["dst"]) if row["dst"] else None
+        fact = {
+            "subject": subject.concept["title"], "subject_id": row["src"], "predicate": row["predicate"],
+            "object": target["title"] if target else row["object_literal"], "object_id": row["dst"],
+            "date": row["date"], "source": row["source_id"], "trust": subject.concept["trust"],
+            "superseded_by": subject.concept.get("superseded_by"), "stale": subject.stale,
+            "stale_after": subject.concept.get("stale_after"),
+        }
+        fact["text"] = fact_line(fact)
+        facts.append(fact)
+    return facts
+
+
+def respond(query: Query, confident: bool, reason: str, seeds: list[Seed], picked: list[Node], blocks: list[str],
+            facts: list[dict[str, Any]], started: float) -> dict[str, Any]:
+    """6. The context text and the JSON contract around it."""
     if confident:
-        text = context_text(question, [f["text"] for f in facts], [b for b in blocks])
+        text = context_text(query.question, [f["text"] for f in facts], blocks)
     else:
-        text = no_confident_match(question, reason)
-    nodes = [
-        {k2: node.get(k2) for k2 in ("id", "bundle", "path", "title", "score", "via", "trust", "stale", "superseded_by")}
-        for node in picked
-    ] if confident else []
-    timings["total"] = _ms(started)
+        text = no_confident_match(query.question, reason)
+    query.timings["total"] = _ms(started)
     return {
-        "question": question,
-        "mode": mode,
-        "vectors": vectors,
-        "intent": intent,
+        "question": query.question,
+        "mode": query.options.mode,
+        "vectors": query.vectors,
+        "intent": query.intent,
         "confident": confident,
         "reason": reason,
-        "seeds": seeds,
-        "nodes": nodes,
+        "seeds": [s.as_json() for s in seeds],
+        "nodes": [n.as_json() for n in picked] if confident else [],
         "facts": facts,
         "context": text,
-        "sql": sql,
-        "timings_ms": timings,
+        "sql": query.sql,
+        "params": query.params,
+        "timings_ms": query.timings,
     }
+
+
+def _timed(query: Query, stage: str, function: Callable[..., T], *args: Any) -> T:
+    tick = time.perf_counter()
+    result = function(*args)
+    query.timings[stage] = _ms(tick)
+    return result
 
 
 def _fusion_sql(names: tuple[str, ...], weights: dict[str, float], binary: bool = False) -> str:
@@ -325,61 +498,26 @@ def _concepts(conn: Any, ids: list[str]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _gate(conn, question, fused, concepts, threshold, coverage_threshold) -> tuple[bool, str]:
-    if any(row.get("title_rank") for row in fused):
-        return True, "the question names a concept's title or alias"
-    fts = sorted((row for row in fused if row.get("fts_rank")), key=lambda r: r["fts_rank"])
-    if fts:
-        top = fts[0]["id"]
-        text = conn.execute(
-            "select title || ' ' || coalesce(description, '') || ' ' || coalesce(tags, '') || ' ' || body"
-            " from concepts where id = ?", [top]
-        ).fetchone()[0]
-        share = coverage(question, text)
-        if share > coverage_threshold:
-            return True, f"the top keyword match covers {share:.0%} of the question's content words"
-    best = max((row.get("similarity") or 0.0 for row in fused), default=0.0)
-    if best >= threshold:
-        return True, f"the nearest chunk has cosine similarity {best:.2f} (threshold {threshold:.2f})"
-    if not fused:
-        return False, "no title, keyword or vector match at all"
-    return False, (
-        f"no title named, keyword coverage at most {coverage_threshold:.0%}, "
-        f"best vector similarity {best:.2f} below {threshold:.2f}"
-    )
-
-
-def _end_of_chain(conn, concept_id, concepts) -> tuple[str, list[str]]:
-    """Follow superseded_by at most SUPERSESSION_HOPS times, cycle-safe."""
-    chain = []
+def _end_of_chain(query: Query, concept_id: str) -> tuple[str, list[str]]:
+    """Follow superseded_by at most SUPERSESSION_HOPS times, cycle-safe: (the newest note, the notes passed)."""
+    chain: list[str] = []
     current = concept_id
     for _ in range(SUPERSESSION_HOPS):
-        info = concepts.get(current) or _concepts(conn, [current]).get(current)
+        query.know([current])
+        info = query.concepts.get(current)
         if not info or not info.get("superseded_by") or info["superseded_by"] in chain + [concept_id]:
             break
         chain.append(current)
         current = info["superseded_by"]
-        concepts.update(_concepts(conn, [current]))
     return current, chain
 
 
-def _seed_why(seed: dict[str, Any]) -> str:
-    signals = [name for name, rank in seed["ranks"].items() if rank]
-    why = "seed: " + "+".join(signals)
-    if seed.get("resolved_from"):
-        why += f" (resolved from superseded {seed['resolved_from']})"
-    return why
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^\w]+", "-", text.casefold()).strip("-")
-
-
-def _chunks(conn, ids: list[str], distance: dict[int, float]) -> dict[str, list[dict[str, Any]]]:
+def _chunks(conn: Any, ids: list[str], fused: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     """Each node's chunks, best first: those the vector search found nearest, then in reading order.
 
     The distances come from the seeds statement's own KNN, so no second vector scan is needed.
     """
+    distance = {chunk_id: d for row in fused for chunk_id, d in json.loads(row.get("chunk_distances") or "[]")}
     by_concept: dict[str, list[dict[str, Any]]] = {}
     for chunk_id, concept_id, seq, heading, text in conn.execute(
         "select id, concept_id, seq, heading, text from chunks"
@@ -392,65 +530,43 @@ def _chunks(conn, ids: list[str], distance: dict[int, float]) -> dict[str, list[
     return by_concept
 
 
-def _fill_budget(question, candidates, chunks, facts, budget) -> tuple[list, list[str], list]:
-    """Nodes in order while the budget lasts — each with its facts and its best chunk — then more seed chunks.
+TRUST_ORDER = {"human-reviewed": 0, "machine-confirmed": 1, "unverified": 2}
 
-    Everything rendered counts: headers, facts, chunks. At equal walk score a
-    human-reviewed, non-stale node goes first.
-    """
-    trust_order = {"human-reviewed": 0, "machine-confirmed": 1, "unverified": 2}
-    seeds = [c for c in candidates if c["via"].startswith("seed")]
-    walked = sorted(
-        (c for c in candidates if not c["via"].startswith("seed")),
-        key=lambda c: (-c["score"], c["stale"], trust_order.get(c["trust"], 3)),
-    )
-    titles = {c["id"]: c["title"] for c in candidates}
-    facts_of: dict[str, list] = {}
+
+def fill_budget(question: str, nodes: list[Node], chunks: dict[str, list[dict[str, Any]]],
+                facts: list[dict[str, Any]], budget: int) -> tuple[list[Node], list[str], list[dict[str, Any]]]:
+    """5. Nodes in order while the budget lasts, each with its facts and its best chunk; then more of the seeds'
+    chunks. Everything rendered counts: headers, facts, chunks. At equal walk score a human-reviewed,
+    non-stale node goes first."""
+    seeds = [n for n in nodes if n.is_seed]
+    walked = sorted((n for n in nodes if not n.is_seed),
+                    key=lambda n: (-n.score, n.stale, TRUST_ORDER.get(n.concept["trust"], 3)))
+    titles = {n.id: n.concept["title"] for n in nodes}
+    facts_of: dict[str, list[dict[str, Any]]] = {}
     for fact in facts:
         facts_of.setdefault(fact["subject_id"], []).append(fact)
     used = estimate_tokens(context_text(question, ["-"], ["-"]))
     picked, parts, kept_facts, rest = [], {}, [], {}
     for node in seeds + walked:
-        pieces = chunks.get(node["id"], [])
-        if node.get("anchor"):  # an anchored link arrives at its section
-            pieces = sorted(pieces, key=lambda c: _slug(c.get("heading") or "") != _slug(node["anchor"]))
-        header = node_header(node, titles)
+        pieces = chunks.get(node.id, [])
+        if node.anchor:  # an anchored link arrives at its section
+            pieces = sorted(pieces, key=lambda c: slug(c.get("heading") or "") != slug(node.anchor))
+        header = node_header(node.header_fields(), titles)
         first = chunk_block(pieces[0]) if pieces and pieces[0]["text"] else ""
-        own_facts = facts_of.get(node["id"], [])
+        own_facts = facts_of.get(node.id, [])
         cost = estimate_tokens(header + "\n" + first) + sum(estimate_tokens(f["text"]) + 1 for f in own_facts)
         if used + cost > budget:
             continue
         used += cost
         picked.append(node)
         kept_facts.extend(own_facts)
-        parts[node["id"]] = [header] + ([first] if first else [])
-        rest[node["id"]] = pieces[1:]
+        parts[node.id] = [header] + ([first] if first else [])
+        rest[node.id] = pieces[1:]
     for node in picked:
-        if not node["via"].startswith("seed"):
-            continue
-        for piece in rest[node["id"]]:
+        for piece in rest[node.id] if node.is_seed else []:
             block = chunk_block(piece)
             cost = estimate_tokens(block) + 1
             if piece["text"] and used + cost <= budget:
                 used += cost
-                parts[node["id"]].append(block)
-    return picked, ["\n".join(parts[n["id"]]) for n in picked], kept_facts
-
-
-def _facts(conn, nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    by_id = {n["id"]: n for n in nodes}
-    rows = conn.execute(FACTS_SQL, {"nodes": json.dumps(list(by_id))}).fetchall()
-    objects = _concepts(conn, [r[2] for r in rows if r[2]])
-    facts = []
-    for src, predicate, dst, literal, date, source_id in rows:
-        subject = by_id[src]
-        obj = objects[dst]["title"] if dst and dst in objects else literal
-        fact = {
-            "subject": subject["title"], "subject_id": src, "predicate": predicate,
-            "object": obj, "object_id": dst, "date": date, "source": source_id,
-            "trust": subject["trust"], "superseded_by": subject.get("superseded_by"),
-            "stale": subject.get("stale", False), "stale_after": subject.get("stale_after"),
-        }
-        fact["text"] = fact_line(fact)
-        facts.append(fact)
-    return facts
+                parts[node.id].append(block)
+    return picked, ["\n".join(parts[n.id]) for n in picked], kept_facts

@@ -8,7 +8,6 @@ sqlite-vec and our SQL functions.
 
 from __future__ import annotations
 
-import json
 import math
 from html import escape
 from typing import Any
@@ -16,15 +15,12 @@ from urllib.parse import quote, urlencode
 
 from datasette.utils.asgi import Forbidden, Response
 
+from .access import PLUGIN, configured_options, okf_databases, visible_databases
 from .embed import EmbeddingError
-from .retrieve import MODES, context_for
-from .schema import OutdatedDatabase, has_okf_tables
+from .options import MODES, BadOption, ContextOptions
+from .retrieve import context_for
+from .schema import OutdatedDatabase
 from .titles import MAX_QUESTION  # the SQL functions' limit too: one for every way in
-
-PLUGIN = "datasette-okf"
-DEFAULTS = {"mode": "hybrid", "k": 10, "budget": 2000, "hops": 2, "max_seeds": 5}
-LIMITS = {"k": (1, 100), "budget": (100, 20000), "hops": (0, 3), "max_seeds": (1, 50)}
-CONFIG_OPTIONS = ("vector_threshold", "coverage_threshold", "predicate_weights", "fusion_weights")
 
 
 class BadRequest(Exception):
@@ -33,34 +29,9 @@ class BadRequest(Exception):
         self.parameter = parameter
 
 
-async def okf_databases(datasette) -> list[str]:
-    """Attached databases built by datasette-okf (they have concepts, edges and meta tables)."""
-    names = []
-    for name, db in datasette.databases.items():
-        if name == "_internal":
-            continue
-        tables = set(await db.table_names())
-        if has_okf_tables(tables):
-            names.append(name)
-    return names
-
-
-async def visible_databases(datasette, actor) -> list[str]:
-    """The OKF databases `actor` may view: the only names a page or an error message may show."""
-    return [name for name in await okf_databases(datasette) if await datasette.permission_allowed(
-        actor, "view-database", resource=name, default=True)]
-
-
-def settings(datasette) -> dict[str, Any]:
-    """Plugin configuration (metadata.yml `plugins: datasette-okf:`) over the built-in defaults."""
-    config = datasette.plugin_config(PLUGIN) or {}
-    return {**DEFAULTS, **{k: v for k, v in config.items() if k in DEFAULTS or k in CONFIG_OPTIONS}}
-
-
 async def parse(datasette, request) -> dict[str, Any]:
     """The request's parameters, checked; raises BadRequest naming the first bad one."""
     args = request.args
-    config = settings(datasette)
     question = (args.get("q") or "").strip()
     if not question:
         raise BadRequest("q", "q is required: the question to answer")
@@ -74,26 +45,10 @@ async def parse(datasette, request) -> dict[str, Any]:
         name = visible[0]
     elif name not in await okf_databases(datasette):
         raise BadRequest("db", f"unknown OKF database {name!r}")
-    mode = args.get("mode") or config["mode"]
-    if mode not in MODES:
-        raise BadRequest("mode", f"mode must be one of {', '.join(MODES)}")
-    options: dict[str, Any] = {"mode": mode}
-    for key in ("k", "budget", "hops", "max_seeds"):
-        raw = args.get(key)
-        if raw in (None, ""):
-            options[key] = int(config[key])
-            continue
-        try:
-            value = int(raw)
-        except ValueError:
-            raise BadRequest(key, f"{key} must be a whole number") from None
-        low, high = LIMITS[key]
-        if not low <= value <= high:
-            raise BadRequest(key, f"{key} must be between {low} and {high}")
-        options[key] = value
-    for key in CONFIG_OPTIONS:
-        if key in config:
-            options[key] = config[key]
+    try:
+        options = configured_options(datasette).with_request(args)
+    except BadOption as error:
+        raise BadRequest(error.parameter, str(error)) from None
     return {"question": question, "db": name, "options": options}
 
 
@@ -102,7 +57,7 @@ async def run(datasette, request) -> tuple[dict[str, Any], dict[str, Any]]:
     await datasette.ensure_permissions(request.actor, [("view-database", params["db"]), "view-instance"])
     database = datasette.get_database(params["db"])
     result = await database.execute_fn(
-        lambda conn: context_for(conn, params["question"], **params["options"])
+        lambda conn: context_for(conn, params["question"], params["options"])
     )
     return params, result
 
@@ -157,16 +112,14 @@ def page_view(datasette, params: dict[str, Any], result: dict[str, Any]) -> dict
             "ranks": seeds.get(node["id"], {}).get("ranks"),
         })
     sql = []
-    for stage, statement in result["sql"].items():
-        args = {"sql": statement, "question": params["question"], "k": params["options"]["k"], "vector_k": 60,
-                "candidates": 240,
-                "seeds": json.dumps([s["id"] for s in result["seeds"]]), "hops": params["options"]["hops"],
-                "walk_options": "{}", "nodes": json.dumps([n["id"] for n in result["nodes"]])}
-        used = {key: value for key, value in args.items() if key == "sql" or f":{key}" in statement}
-        sql.append({"stage": stage, "sql": statement, "url": f"{base}?{urlencode(used)}",
+    for stage, statement in result["sql"].items():  # each with the parameters it ran with
+        used = {key: value for key, value in result["params"][stage].items() if f":{key}" in statement}
+        sql.append({"stage": stage, "sql": statement, "url": f"{base}?{urlencode({'sql': statement, **used})}",
                     "ms": result["timings_ms"].get(stage)})
+    options: ContextOptions = params["options"]
+    asked = {name: getattr(options, name) for name in ContextOptions.PER_REQUEST}
     return {"result": result, "nodes": nodes, "sql": sql, "db": db,
-            "json_url": f"/-/context_for.json?{urlencode({'q': params['question'], 'db': db, **{k: v for k, v in params['options'].items() if k in DEFAULTS}})}",
+            "json_url": f"/-/context_for.json?{urlencode({'q': params['question'], 'db': db, **asked})}",
             "svg": neighbourhood_svg(result)}
 
 
@@ -175,8 +128,8 @@ def neighbourhood_svg(result: dict[str, Any], size: int = 420) -> str:
     nodes = result["nodes"]
     if not nodes:
         return ""
-    seeds = [n for n in nodes if n["via"].startswith("seed")]
-    walked = [n for n in nodes if not n["via"].startswith("seed")]
+    seeds = [n for n in nodes if n["why"]["kind"] == "seed"]
+    walked = [n for n in nodes if n["why"]["kind"] == "hop"]
     centre = size / 2
     position: dict[str, tuple[float, float]] = {}
     for ring, radius in ((seeds, size * 0.2 if len(seeds) > 1 else 0), (walked, size * 0.4)):
@@ -186,7 +139,7 @@ def neighbourhood_svg(result: dict[str, Any], size: int = 420) -> str:
     parts = [f'<svg class="okf-neighbourhood" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {size} {size}" '
              f'width="{size}" height="{size}" role="img" aria-label="Neighbourhood the walk used">']
     for node in walked:
-        via = node["via"].split(" via ", 1)[1].rsplit(" (", 1)[0] if " via " in node["via"] else None
+        via = node["why"]["from"]
         if via in position:
             (x1, y1), (x2, y2) = position[via], position[node["id"]]
             parts.append(f'<line x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}" stroke="#999" stroke-width="1.5"/>')

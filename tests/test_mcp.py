@@ -18,6 +18,7 @@ from datasette_okf import context_for  # noqa: E402
 from .conftest import running_datasette  # noqa: E402
 
 QUESTION = "Who does the Tinker work for?"
+CONFIGURED_BUDGET = 700  # the server's plugin configuration, which the MCP tool must apply as the JSON API does
 AUTH_PLUGIN = '''
 from datasette import hookimpl
 
@@ -38,7 +39,8 @@ def server(campaign_db, tmp_path_factory):
     shutil.copyfile(campaign_db, secret)
     (folder / "plugins").mkdir()
     (folder / "plugins" / "bearer.py").write_text(AUTH_PLUGIN)
-    (folder / "metadata.yml").write_text(yaml.safe_dump({"databases": {"gm_notes": {"allow": {"id": "gm"}}}}))
+    (folder / "metadata.yml").write_text(yaml.safe_dump({"databases": {"gm_notes": {"allow": {"id": "gm"}}},
+                                                        "plugins": {"datasette-okf": {"budget": CONFIGURED_BUDGET}}}))
     with running_datasette(str(campaign_db), str(secret), "--metadata", str(folder / "metadata.yml"),
                            "--plugins-dir", str(folder / "plugins")) as url:
         yield url + "-/mcp"
@@ -82,7 +84,21 @@ def test_context_for_returns_the_context_and_the_notes(server, campaign_db):
     direct = context_for(campaign_db, QUESTION, budget=1200)
     assert data["context"] == direct["context"] and data["confident"]
     assert [n["id"] for n in data["nodes"]] == [n["id"] for n in direct["nodes"]]
-    assert set(data["nodes"][0]) == {"id", "title", "why", "trust"}
+    assert set(data["nodes"][0]) == {"id", "title", "via", "why", "trust"}
+    assert data["nodes"][0]["why"] == direct["nodes"][0]["why"] and data["nodes"][0]["why"]["kind"] == "seed"
+
+
+def test_context_for_applies_the_servers_configuration_as_the_json_api_does(server, campaign_db):
+    import urllib.parse
+    import urllib.request
+
+    over_mcp = call(server, "context_for", {"question": QUESTION, "db": "campaign"}).structured_content
+    api = server.removesuffix("-/mcp") + "-/context_for.json?" + urllib.parse.urlencode({"q": QUESTION, "db": "campaign"})
+    with urllib.request.urlopen(api, timeout=60) as response:
+        over_json = json.loads(response.read())
+    direct = context_for(campaign_db, QUESTION, budget=CONFIGURED_BUDGET)
+    assert over_mcp["context"] == over_json["context"] == direct["context"]
+    assert context_for(campaign_db, QUESTION)["context"] != direct["context"]  # the configuration made a difference
 
 
 def test_concept_related_and_lint(server):

@@ -22,24 +22,46 @@ def ids(result):
 def test_json_contract(campaign_db):
     result = context_for(campaign_db, "Who leads the harbour council?")
     assert set(result) == {"question", "mode", "intent", "confident", "reason", "seeds", "nodes", "facts",
-                           "context", "sql", "timings_ms", "vectors"}
+                           "context", "sql", "params", "timings_ms", "vectors"}
     assert set(result["seeds"][0]) >= {"id", "path", "title", "ranks", "rrf"}
     assert set(result["seeds"][0]["ranks"]) == {"title", "fts", "vector"}
-    assert set(result["nodes"][0]) == {"id", "bundle", "path", "title", "score", "via", "trust", "stale", "superseded_by"}
+    assert set(result["nodes"][0]) == {"id", "bundle", "path", "title", "score", "via", "why", "trust", "stale",
+                                       "superseded_by"}
     assert result["nodes"][0]["path"].endswith(".md")
-    assert result["timings_ms"]["total"] > 0 and set(result["sql"]) >= {"seeds", "walk", "facts"}
+    assert result["timings_ms"]["total"] > 0 and set(result["sql"]) == set(result["params"]) >= {"seeds", "walk", "facts"}
 
 
-def test_every_stage_sql_runs_unchanged(campaign_db):
-    result = context_for(campaign_db, "Who leads the harbour council?")
-    conn = connection(campaign_db)
-    params = {"question": result["question"], "k": 20, "vector_k": 60,
-              "seeds": json.dumps([s["id"] for s in result["seeds"]]), "hops": 2, "walk_options": "{}",
-              "nodes": json.dumps([n["id"] for n in result["nodes"]])}
-    seeds = conn.execute(result["sql"]["seeds"], params).fetchall()
-    assert seeds[0][0] == result["seeds"][0]["id"] or result["seeds"][0].get("resolved_from")
-    assert conn.execute(result["sql"]["walk"], params).fetchall()
-    assert conn.execute(result["sql"]["facts"], params).fetchall()
+def test_why_says_where_each_note_came_from_as_data(campaign_mentions_db):
+    result = context_for(campaign_mentions_db, "Who does the shopkeeper Bert sent the party to in session 3 secretly work for?")
+    seeds = {s["id"]: s for s in result["seeds"]}
+    for node in result["nodes"]:
+        why = node["why"]
+        if why["kind"] == "seed":
+            assert why["ranks"] == seeds[node["id"]]["ranks"] and node["via"].startswith("seed: ")
+        else:
+            assert why["kind"] == "hop" and why["hop"] in (1, 2) and why["edge_kind"] in {"link", "wikilink", "mention",
+                                                                                         "relation", "property"}
+            assert node["via"] == f"hop {why['hop']} via {why['from']} ({why['predicate']})"
+    assert {n["why"]["kind"] for n in result["nodes"]} == {"seed", "hop"}
+
+
+def test_each_stage_reruns_with_its_own_params_and_gives_its_rows_again(campaign_mentions_db):
+    """What the page's "open in the SQL editor" links do: the statement and the parameters it ran with."""
+    result = context_for(campaign_mentions_db, "Who does the shopkeeper Bert sent the party to in session 3 secretly work for?")
+    conn = connection(campaign_mentions_db)
+
+    def rerun(stage):
+        cursor = conn.execute(result["sql"][stage], result["params"][stage])
+        columns = [c[0] for c in cursor.description]
+        return [dict(zip(columns, row)) for row in cursor.fetchall()]
+
+    fused = [row["id"] for row in rerun("seeds")]
+    assert [s["resolved_from"] or s["id"] for s in result["seeds"]] == fused[: len(result["seeds"])]
+    walked = [json.loads(row["value"])["id"] for row in rerun("walk")]
+    hops = [n["id"] for n in result["nodes"] if n["why"]["kind"] == "hop"]
+    assert hops and [i for i in walked if i in hops] == sorted(hops, key=walked.index)
+    facts = {(row["src"], row["predicate"], row["dst"]) for row in rerun("facts")}
+    assert result["facts"] and {(f["subject_id"], f["predicate"], f["object_id"]) for f in result["facts"]} <= facts
 
 
 def test_title_hit_seeds_first_and_relations_render_as_facts(campaign_db):
@@ -82,8 +104,8 @@ def test_budget_bounds_the_context(campaign_db):
 def test_the_walk_adds_notes_the_seeds_missed_and_is_capped(campaign_mentions_db):
     question = "Who does the shopkeeper Bert sent the party to in session 3 secretly work for?"
     result = context_for(campaign_mentions_db, question)
-    seeds = [n for n in result["nodes"] if n["via"].startswith("seed")]
-    walked = [n for n in result["nodes"] if n["via"].startswith("hop")]
+    seeds = [n for n in result["nodes"] if n["why"]["kind"] == "seed"]
+    walked = [n for n in result["nodes"] if n["why"]["kind"] == "hop"]
     assert 0 < len(walked) <= len(seeds)  # capped: never more walked notes than seeds
     assert "campaign/people/teodor-vask" not in [s["id"] for s in result["seeds"]]
     assert "campaign/people/teodor-vask" in [n["id"] for n in walked]  # the Tinker: only a nickname in session 3

@@ -171,3 +171,23 @@ def test_the_page_does_not_list_private_databases(campaign_db, tmp_path):
     # with one visible database the question needs no db=, and never reaches the private one
     assert fetch(ds, f"/-/context_for.json?q={QUESTION}").json()["seeds"]
     assert fetch(ds, f"/-/context_for.json?q={QUESTION}&db=secret_plans").status_code == 403
+
+
+def test_each_stage_link_opens_the_sql_editor_with_what_ran(ds):
+    """The page's "open in the SQL editor" links carry the statement and the exact parameters it ran with
+    (before: the walk's link carried an empty options object and guessed the vector parameters)."""
+    import html
+    import re
+    from urllib.parse import parse_qs, urlsplit
+
+    page = fetch(ds, f"/-/context_for?q={QUESTION}&db=campaign").text
+    ran = fetch(ds, f"/-/context_for.json?q={QUESTION}&db=campaign").json()
+    links = [urlsplit(html.unescape(href)) for href in re.findall(r'<a href="([^"]+)">open in the SQL editor</a>', page)]
+    assert len(links) == len(ran["sql"]) == 3
+    for link, stage in zip(links, ran["sql"]):
+        args = {key: values[0] for key, values in parse_qs(link.query).items()}
+        assert args.pop("sql") == ran["sql"][stage]
+        expected = {key: value for key, value in ran["params"][stage].items() if f":{key}" in ran["sql"][stage]}
+        assert args == {key: str(value) for key, value in expected.items()}
+        rows = fetch(ds, f"{link.path}.json?{link.query}&_shape=array").json()
+        assert isinstance(rows, list) and rows  # Datasette runs it as given and gets the stage's rows
