@@ -1,6 +1,16 @@
 """datasette-okf: OKF bundles and Obsidian vaults as one SQLite file, served by Datasette.
 
 The hooks below only wire things together; each concern lives in its own module.
+Code map, in data-flow order (files -> records -> SQLite -> queries -> context -> surfaces);
+a module imports only modules above it in this list (tests/test_layers.py):
+
+  schema markdown titles deadline locks   what a database is; markdown text; words; deadlines; file locks
+  frontmatter links chunks embed          YAML; links found and resolved; chunks; embedding models
+  bundle derived store                    files -> records; derived files; records -> SQLite (the build)
+  graph hamming sqlfunctions              the walk, 1-bit vector candidates, SQL functions on a connection
+  options render retrieve                 ContextOptions; context text; context_for's stages
+  lint evaluate notes rebuild_candidates fileback convert trigger   what runs over a built database or a vault
+  access answer web mcp_tools cli llm_plugin                        the surfaces: Datasette, MCP, CLIs, llm
 """
 
 import importlib.util
