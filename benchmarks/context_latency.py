@@ -14,9 +14,10 @@ import sys
 import time
 from pathlib import Path
 
+from baselines import NEAREST_CHUNKS_SQL  # the script's folder is on sys.path
+
 from datasette_okf.embed import embed_query
 from datasette_okf.retrieve import connection, context_for
-from datasette_okf.sqlfunctions import NEAREST_CHUNKS_SQL
 
 THELLADE = [
     "Who leads the Phoenix Assembly?",

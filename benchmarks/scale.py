@@ -32,11 +32,11 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+from baselines import NEAREST_CHUNKS_SQL  # noqa: E402
 from synthetic import generate  # noqa: E402
 
 from datasette_okf.embed import DEFAULT_MODEL, embed_query  # noqa: E402
 from datasette_okf.retrieve import connection, context_for  # noqa: E402
-from datasette_okf.sqlfunctions import NEAREST_CHUNKS_SQL  # noqa: E402
 
 
 def machine() -> str:

@@ -69,7 +69,7 @@ class WalkOptions:
                 if not isinstance(data[name], kind):
                     raise ValueError(f"graph_expand: {name} must be a JSON {'string' if kind is str else 'object'}")
                 setattr(options, name, data[name])
-        for name, (low, high) in LIMITS.items():
+        for name, (low, high) in WALK_LIMITS.items():
             if data.get(name) is not None:
                 setattr(options, name, bounded(name, data[name], low, high))
         check_predicate_weights(options.predicate_weights)
@@ -98,7 +98,7 @@ class WalkOptions:
 
 MAX_HOPS, MAX_SEEDS = 3, 100
 # Hard caps on what SQL callers may ask of the walk: time and memory stay bounded on any graph.
-LIMITS: dict[str, tuple[float, float]] = {
+WALK_LIMITS: dict[str, tuple[float, float]] = {
     "cap": (0, 1000), "beam": (1, 200), "edge_budget": (1, 20_000), "expand_max_degree": (0, 100_000),
     "hub_degree": (1, 10**9), "hop_decay": (0, 1), "degree_damping": (0, 4), "superseded_multiplier": (0, 10),
 }

@@ -1,8 +1,8 @@
-"""Lint checks: one SQL file per check in lint/, with a title, a description and a level in its header.
+"""Lint checks: one SQL file per check in sql/lint/, with a title, a description and a level in its header.
 
 The same files are Datasette canned queries (for every OKF database) and the
-`datasette okf lint` command; the chart queries in charts/ ride along as
-canned queries only.
+`datasette okf lint` command; the chart queries in sql/charts/ and the
+operations in sql/operations/ ride along as canned queries.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).parent
+SQL = Path(__file__).parent / "sql"
 MULTI_VALUED = ["has_part", "has_member", "member_of", "employs", "parent_of", "child_of", "knows", "links_to",
                 "located_in", "contains", "ally_of", "enemy_of", "rival_of", "ratified"]
 _HEADER = re.compile(r"^--\s*(title|description|level):\s*(.*)$")
@@ -30,7 +30,7 @@ class Query:
 
 def _load(folder: str, prefix: str, multi_valued: list[str]) -> list[Query]:
     queries = []
-    for path in sorted((HERE / folder).glob("*.sql")):
+    for path in sorted((SQL / folder).glob("*.sql")):
         header: dict[str, str] = {}
         body = []
         for line in path.read_text().splitlines():

@@ -1,7 +1,7 @@
 """Rebuilding from references (seed 003 §7.6): which concept files re-running ingest would recreate.
 
 Read-only: it lists candidates and what deleting them would lose; deleting and
-re-ingesting stay with the user. The scan is operations/rebuild_candidates.sql
+re-ingesting stay with the user. The scan is sql/operations/rebuild_candidates.sql
 (also the canned query okf_rebuild_candidates); this module adds what SQL cannot
 see, the files' modification times, to flag edits made after `generated.at`.
 A checkout or a copy also sets them: a prompt to look, not proof of a hand edit.

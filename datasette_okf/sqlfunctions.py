@@ -133,30 +133,3 @@ def prepare_connection(conn: Any) -> None:
     conn.create_function("okf_hamming_candidates", 2, okf_hamming_candidates)
     for arity in (1, 2, 3):
         conn.create_aggregate("rrf", arity, RRF)
-
-
-def check_model(conn: Any, requested: str | None) -> str:
-    """The model to query a database with; a clear error if it differs from the one it was built with."""
-    built = stored_model(conn)
-    if built is None:
-        raise EmbeddingError("this database has no vectors: build it without --no-embed")
-    if requested is not None and canonical_id(requested) != built:
-        raise EmbeddingError(
-            f"this database was embedded with {built!r}; querying it with {canonical_id(requested)!r} "
-            "would compare vectors from different models. Rebuild with --model to change it."
-        )
-    return built
-
-
-NEAREST_CHUNKS_SQL = """
-select chunks.id as chunk_id, chunks.concept_id, chunks.heading, chunk_vectors.distance
-from chunk_vectors join chunks on chunks.id = chunk_vectors.rowid
-where chunk_vectors.embedding match okf_embed(:q) and k = :k
-order by chunk_vectors.distance
-""".strip()
-
-
-def nearest_chunks(conn: Any, text: str, k: int = 10, model: str | None = None) -> list[tuple]:
-    """The k chunks nearest to `text`: (chunk_id, concept_id, heading, cosine distance)."""
-    check_model(conn, model)
-    return conn.execute(NEAREST_CHUNKS_SQL, {"q": text, "k": k}).fetchall()

@@ -10,7 +10,7 @@ import sqlite_utils
 from datasette_okf import embed
 from datasette_okf.chunks import split_into_chunks
 from datasette_okf.embed import DEFAULT_MODEL, EmbeddingError, get_model
-from datasette_okf.sqlfunctions import nearest_chunks, prepare_connection
+from datasette_okf.sqlfunctions import prepare_connection
 from datasette_okf.store import build
 
 from .conftest import EXAMPLES, closed_port, write_bundle
@@ -34,6 +34,10 @@ def open_db(path):
     return db
 
 
+NEAREST = """select chunks.concept_id from chunk_vectors join chunks on chunks.id = chunk_vectors.rowid
+where chunk_vectors.embedding match okf_embed(?) and k = ? order by chunk_vectors.distance"""
+
+
 def test_default_model_end_to_end_offline(no_network, tmp_path):
     db_path = tmp_path / "campaign.db"
     report = build([EXAMPLES], db_path)
@@ -43,7 +47,7 @@ def test_default_model_end_to_end_offline(no_network, tmp_path):
     assert report.embedding.embedded == chunks > 100
     assert db.execute("select count(*) from chunk_vectors").fetchone()[0] == chunks
     # paraphrases with little word overlap find their notes
-    nearest = lambda q: [row[1] for row in nearest_chunks(db.conn, q, k=3)]
+    nearest = lambda q: [row[0] for row in db.execute(NEAREST, [q, 3])]
     assert "campaign/people/teodor-vask" == nearest("who is the tinker?")[0]
     assert any("harbour-charter" in c for c in nearest("what does a ship pay to come into port?"))
     assert "campaign/places/the-sump" in nearest("a witch living down in the sewers")
@@ -91,14 +95,21 @@ def test_changing_model_or_dimension_reembeds_everything(test_models, tmp_path):
     assert len(db.execute("select embedding from chunk_vectors limit 1").fetchone()[0]) == 16 * 4
 
 
-def test_querying_with_another_model_is_a_clear_error(test_models, tmp_path):
+def test_querying_with_another_model_is_a_clear_error(test_models, tmp_path, capfd):
+    from sqlite_utils.utils import sqlite3
+
     root = write_bundle(tmp_path / "kb", {"a.md": "---\ntype: T\n---\nalpha\n"})
     db_path = tmp_path / "kb.db"
     build([root], db_path, model="okf-test-hash-8")
     db = open_db(db_path)
-    assert nearest_chunks(db.conn, "alpha", k=1, model="okf-test-hash-8")[0][1] == "kb/a"
-    with pytest.raises(EmbeddingError, match="embedded with 'okf-test-hash-8'; querying it with 'okf-minilm-l6-int8'"):
-        nearest_chunks(db.conn, "alpha", k=1, model="okf-minilm")
+    assert db.execute("select okf_embed('alpha', 'okf-test-hash-8') = okf_embed('alpha')").fetchone()[0] == 1
+    sqlite3.enable_callback_tracebacks(True)  # as Datasette does: the reason reaches its log
+    try:
+        with pytest.raises(sqlite3.OperationalError):
+            db.execute("select okf_embed('alpha', 'okf-minilm')").fetchone()
+    finally:
+        sqlite3.enable_callback_tracebacks(False)
+    assert "this database was embedded with 'okf-test-hash-8', not 'okf-minilm'" in capfd.readouterr().err
 
 
 def test_no_embed_then_embed_fills_the_gaps(test_models, tmp_path):
