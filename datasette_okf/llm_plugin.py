@@ -107,7 +107,7 @@ def register_commands(cli):
         if show_context and not as_json:
             click.echo(result["context"] + "\n", err=True)
         if not result["confident"]:
-            nearest = [s for s in result["seeds"][:3]]
+            nearest = result["seeds"][:3]
             if as_json:
                 click.echo(json.dumps({"question": question, "confident": False, "answer": None,
                                        "reason": result["reason"], "nearest": nearest}, indent=2))

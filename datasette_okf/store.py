@@ -219,15 +219,16 @@ def _build_locked(
             db.execute("pragma cache_spill = off")
         with db.conn:
             ensure_schema(db)
-            reports = []
+            reports, okf_versions = [], {}
             for s in scanned:
                 cache = _load_parse_cache(db, s.name)
                 parsed = parse_bundle(s, progress.file, link_mentions, parse_cache=dict(cache))
+                okf_versions[s.name] = parsed.okf_version
                 _save_parse_cache(db, s, cache, parsed)
                 had_mentions = ((previous.get("fingerprints") or {}).get(s.name) or "").endswith(":mentions")
                 reports.append(_write_bundle(db, parsed, prune, compare_all_edges=link_mentions or had_mentions))
                 _update_degrees(db, reports[-1].touched)
-            _write_meta(db, scanned, link_mentions)
+            _write_meta(db, scanned, link_mentions, okf_versions)
             embedded = None
             if embedding_model is not None:
                 embedded = _embed_missing(db, embedding_model, target_model, progress)
@@ -661,11 +662,15 @@ def _fingerprint(scanned: ScannedBundle, link_mentions: bool) -> str:
     return scanned.fingerprint + (":mentions" if link_mentions else "")
 
 
-def _write_meta(db: sqlite_utils.Database, scanned: list[ScannedBundle], link_mentions: bool) -> None:
+def _write_meta(db: sqlite_utils.Database, scanned: list[ScannedBundle], link_mentions: bool,
+                okf_versions: dict[str, str | None]) -> None:
+    """Format, tool version, build time and, per bundle: its root, fingerprint, build time and the
+    `okf_version` its root index.md declares (OKF §12; None for a plain vault)."""
     now = datetime.now(timezone.utc).isoformat(timespec="microseconds")  # also a state stamp (hamming.py)
     bundles = bundles_of(read_meta(db.conn))
     for s in scanned:
-        bundles[s.name] = {"path": str(s.root.resolve()), "fingerprint": _fingerprint(s, link_mentions), "built_at": now}
+        bundles[s.name] = {"path": str(s.root.resolve()), "fingerprint": _fingerprint(s, link_mentions),
+                           "built_at": now, "okf_version": okf_versions.get(s.name)}
     db["meta"].upsert_all(
         [
             {"key": "format_version", "value": FORMAT_VERSION},

@@ -48,7 +48,7 @@ def test_schema_and_contents(bundle, tmp_path):
     ]
     assert [r["target"] for r in db["link_issues"].rows] == ["/nowhere.md"]
     meta = {r["key"]: r["value"] for r in db["meta"].rows}
-    assert meta["format_version"] == schema.FORMAT_VERSION and "alpha" in json.loads(meta["bundles"])
+    assert meta["format_version"] == schema.FORMAT_VERSION and json.loads(meta["bundles"])["alpha"]["okf_version"] is None
     hits = [r["id"] for r in db.query(
         "select concepts.id from concepts join concepts_fts on concepts.rowid = concepts_fts.rowid"
         " where concepts_fts match 'harrow'")]
@@ -618,3 +618,14 @@ def test_a_rebuilt_file_keeps_its_owner_and_mode_and_leaves_no_side_files(bundle
     info = db_path.stat()
     assert (info.st_mode & 0o777, info.st_uid, info.st_gid) == (0o640, *owner)
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("out.db")) == ["out.db"]
+
+
+def test_the_okf_version_a_root_index_declares_is_kept_in_meta(tmp_path):
+    """OKF §12: a bundle says which version of the format it follows in its root index.md; a vault says nothing."""
+    okf = write_bundle(tmp_path / "okf", {"index.md": "---\nokf_version: \"0.2\"\n---\n* [a](a.md)\n",
+                                          "a.md": "---\ntype: T\n---\na\n"})
+    vault = write_bundle(tmp_path / "vault", {"a.md": "just a note\n"})
+    db_path = tmp_path / "out.db"
+    build([okf, vault], db_path, embed=False)
+    bundles = json.loads(sqlite3.connect(db_path).execute("select value from meta where key = 'bundles'").fetchone()[0])
+    assert (bundles["okf"]["okf_version"], bundles["vault"]["okf_version"]) == ("0.2", None)
