@@ -306,7 +306,7 @@ def file_back_command(database: Path, bundle: Path, question: str, answer_file, 
 @click.argument("database", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print JSON")
 def rebuild_candidates_command(database: Path, as_json: bool):
-    """Concepts derived from references/ that re-running ingest would recreate (seed 003 §7.6), with what
+    """Concepts derived from references/ that re-running ingest would recreate (docs/design.md §10.4), with what
     deleting each would lose, and the references/ files nothing cites yet. Changes nothing."""
     from .rebuild_candidates import rebuild_candidates
 

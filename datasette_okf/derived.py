@@ -1,4 +1,4 @@
-"""timeline.md and wiki-trigger-keywords.txt: files derived from a built database (seed 003 §3, §12).
+"""timeline.md and wiki-trigger-keywords.txt: files derived from a built database (docs/design.md §10.1, §10.2).
 
 Both are regenerated whole and never hand-edited. They are made from the
 database alone, rows sorted and no time of generation written, so the same

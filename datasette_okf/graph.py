@@ -6,12 +6,11 @@ hop h via an edge scores
 
     parent score × predicate weight(intent) × hop_decay × trust × superseded / degree^damping
 
-summed over the edges that reach it at that hop (seed 003 §6.3; degree damping
-from seed 004). Hubs — index.md nodes and very high-degree notes — are walked
-through but never returned, and the result is capped, so the walk adds what
-the seeds missed and can never hand back most of the vault (seed 000). Ties
-break on the node's own vector rank: structure defers to semantics where
-structure is silent (seed 004's open problem).
+summed over the edges that reach it at that hop (docs/design.md §5.2). Hubs —
+index.md nodes and very high-degree notes — are walked through but never
+returned, and the result is capped, so the walk adds what the seeds missed and
+can never hand back most of the vault (§5.3). Ties break on the node's own
+vector rank: structure defers to semantics where structure is silent (§5.5).
 """
 
 from __future__ import annotations

@@ -55,7 +55,7 @@ def charts() -> list[Query]:
 
 
 def operations() -> list[Query]:
-    """Read-only queries behind the bundle operations (rebuild candidates, seed 003 §7.6)."""
+    """Read-only queries behind the bundle operations (rebuild candidates, docs/design.md §10.4)."""
     return _load("operations", "okf_", MULTI_VALUED)
 
 

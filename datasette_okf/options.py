@@ -29,7 +29,7 @@ class BadOption(ValueError):
 @dataclass(frozen=True)
 class ContextOptions:
     mode: str = "hybrid"
-    k: int = 10  # rows per seed list (vector and keyword modes: also the notes kept)
+    k: int = 10  # rows per seed list (hybrid: at least 20); in vector and keyword modes also the notes kept
     budget: int = 2000  # tokens of context
     hops: int = 2  # of the walk, in hybrid mode
     max_seeds: int = 5  # seeds kept after fusion, in hybrid mode

@@ -1,4 +1,4 @@
-"""Rebuilding from references (seed 003 §7.6): which concept files re-running ingest would recreate.
+"""Rebuilding from references (docs/design.md §10.4): which concept files re-running ingest would recreate.
 
 Read-only: it lists candidates and what deleting them would lose; deleting and
 re-ingesting stay with the user. The scan is sql/operations/rebuild_candidates.sql

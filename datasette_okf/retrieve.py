@@ -66,12 +66,11 @@ join chunks on chunks.id = knn.rowid
 join concepts on concepts.id = chunks.concept_id and not concepts.is_index
 group by chunks.concept_id
 order by rank limit :k"""
-# Above this many chunks, candidates come from 1-bit codes (Hamming distance, 32x less to scan) and the
-# best :candidates of them are re-ranked by exact cosine: recall@10 0.988 at 200 candidates on real
+# From ContextOptions.binary_from chunks on, candidates come from 1-bit codes (Hamming distance, 32x less to
+# scan) and the best :candidates of them are re-ranked by exact cosine: recall@10 0.988 at 200 candidates on real
 # MiniLM vectors (benchmarks/quantized_knn.py). okf_hamming_candidates() scans the codes of chunk_bits
 # held in memory (hamming.py); `select rowid from chunk_bits where embedding match
 # vec_quantize_binary(okf_embed(:question)) and k = :candidates` gives the same set, ~10x slower.
-BINARY_FROM = 20_000
 VECTOR_BINARY_SQL = """select chunks.concept_id as id,
   row_number() over (order by min(knn.distance)) as rank,
   1 - min(knn.distance) as similarity,
@@ -99,7 +98,7 @@ _INTENTS = [
 
 
 def classify_intent(question: str) -> str:
-    """WHY / WHEN / HISTORICAL / ENTITY / GENERAL by keywords (seed 003 §6.2, §7.7)."""
+    """WHY / WHEN / HISTORICAL / ENTITY / GENERAL by keywords (docs/design.md §4)."""
     q = question.casefold()
     for intent, pattern in _INTENTS:
         if re.search(pattern, q):
@@ -340,7 +339,7 @@ def pick_seeds(query: Query, fused: list[dict[str, Any]]) -> list[Seed]:
         query.know([target])
         concept = query.concepts[target]
         seeds.append(Seed(target, concept["path"], concept["title"],
-                          ranks={name: row.get(f"{name}_rank") for name in query.rules.lists},
+                          ranks={name: row.get(f"{name}_rank") for name in query.lists},
                           rrf=round(row["rrf"], 6), resolved_from=chain[0] if chain else None))
         if len(seeds) >= query.rules.seed_count(query.options):
             break
@@ -536,8 +535,8 @@ TRUST_ORDER = {"human-reviewed": 0, "machine-confirmed": 1, "unverified": 2}
 def fill_budget(question: str, nodes: list[Node], chunks: dict[str, list[dict[str, Any]]],
                 facts: list[dict[str, Any]], budget: int) -> tuple[list[Node], list[str], list[dict[str, Any]]]:
     """5. Nodes in order while the budget lasts, each with its facts and its best chunk; then more of the seeds'
-    chunks. Everything rendered counts: headers, facts, chunks. At equal walk score a human-reviewed,
-    non-stale node goes first."""
+    chunks. Everything rendered counts: headers, facts, chunks. At equal walk score a non-stale node goes
+    first, then the more trusted one."""
     seeds = [n for n in nodes if n.is_seed]
     walked = sorted((n for n in nodes if not n.is_seed),
                     key=lambda n: (-n.score, n.stale, TRUST_ORDER.get(n.concept["trust"], 3)))

@@ -1,7 +1,7 @@
 """Words, content words, and concept titles named in a text at word boundaries.
 
 Matching runs on Unicode word tokens, never on substrings, so a concept titled
-"AI" cannot match "explain" and "Go" cannot match "ago" (seed 003 §6.1): a
+"AI" cannot match "explain" and "Go" cannot match "ago" (docs/design.md §2.1): a
 title matches when its token sequence appears in the text's token sequence.
 """
 
@@ -51,7 +51,7 @@ def _forms(stem: str) -> set[str]:
 
 
 def coverage(question: str, text: str) -> float:
-    """Share of the question's content words present in `text` (seed 003 §10.4), 0..1.
+    """Share of the question's content words present in `text` (docs/design.md §3), 0..1.
 
     `text` may be a whole note: its words are streamed, never listed, and only the few that
     can be a wanted word are stemmed."""

@@ -1,4 +1,4 @@
-"""A prompt-submit hook: does this message touch the wiki? (seed 003 §12)
+"""A prompt-submit hook: does this message touch the wiki? (docs/design.md §10.2)
 
     python -m datasette_okf.trigger KEYWORDS_FILE < hook-payload.json
 

@@ -214,6 +214,9 @@ def test_a_failing_embedding_model_degrades_to_title_and_keyword_seeds(tmp_path,
     assert ("no answer within 1" in result["vectors"]) if failure == "hangs" else ("refused" in result["vectors"])
     assert result["confident"] and result["nodes"][0]["id"] == "campaign/people/teodor-vask"
     assert "vector" not in result["sql"]["seeds"].split("lists as")[0]
+    assert set(result["seeds"][0]["ranks"]) == {"title", "fts"}  # the lists that ran, not those the mode asks for
+    in_vector_mode = context_for(db, "Who is Teodor Vask, the tinker?", mode="vector")
+    assert all(node["via"] != "seed: " for node in in_vector_mode["nodes"])  # each names the list that found it
     if failure == "raises":  # the API and the page say so too, with a 200
         import asyncio
 

@@ -1,5 +1,5 @@
 -- title: Asymmetric relations
--- description: A relation from A to B with no relation back from B to A. Seed 003 §7.1 asks for both directions in the same edit (member_of / has_member); add the reverse on the object's concept.
+-- description: A relation from A to B with no relation back from B to A. Facts are read from the subject's side, so write both directions in the same edit (member_of / has_member): add the reverse on the object's concept.
 -- level: warning
 select a.src, a.predicate, a.dst from edges a
 where a.kind = 'relation' and a.dst is not null and a.dst != a.src

@@ -1,5 +1,5 @@
 -- title: Predicate drift
--- description: One predicate written several ways (invested_in, invested-in, investedIn). Pick one spelling and rename the others so the vocabulary does not fork (seed 003 §7.3).
+-- description: One predicate written several ways (invested_in, invested-in, investedIn). Pick one spelling and rename the others so the vocabulary does not fork.
 -- level: warning
 with spellings as (
   select distinct predicate,

@@ -1,5 +1,5 @@
 -- title: Unreviewed references
--- description: Notes under references/ that no concept cites in sources[].resource. Cite them where they are used, or remove them (seed 003 §7.6). The concepts already derived from references/ are the canned query okf_rebuild_candidates.
+-- description: Notes under references/ that no concept cites in sources[].resource. Cite them where they are used, or remove them. The concepts already derived from references/ are the canned query okf_rebuild_candidates.
 -- level: warning
 select id, path from concepts
 where not is_index and (path like 'references/%' or path like '%/references/%')

@@ -1,5 +1,5 @@
 -- title: Rebuild candidates
--- description: Ingest-derived concepts (seed 003 §7.6): their sources cite at least one references/ document, so re-running ingest over references/ would recreate them. Concept pages (filed-back syntheses) are out of scope by design. Check the human verification before deleting anything. The other direction, references/ files no concept cites yet, is the lint check unreviewed_references; `datasette okf rebuild-candidates` shows both.
+-- description: Ingest-derived concepts: their sources cite at least one references/ document, so re-running ingest over references/ would recreate them. Concept pages (filed-back syntheses) are out of scope by design. Check the human verification before deleting anything. The other direction, references/ files no concept cites yet, is the lint check unreviewed_references; `datasette okf rebuild-candidates` shows both.
 select
   concepts.id,
   concepts.path,
