@@ -18,16 +18,18 @@ import re
 import stat
 import unicodedata
 from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import astuple, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from .frontmatter import FrontmatterError, parse_frontmatter, split_frontmatter
+from .links import PathIndex, RawLink, Resolution, find_links, find_wikilinks
+from .markdown import decode, headings, is_binary, mask_code, slug
 from .schema import MAX_FILE_BYTES, TIMELINE, is_derived_timeline
-from .links import PathIndex, RawLink, Resolution, find_headings, find_links, find_wikilinks, mask_code, slug
 from .titles import TitleIndex, words
 
-PARSER_VERSION = "2"  # bump when parsing changes, so unchanged files are re-read
+PARSER_VERSION = "3"  # bump when parsing changes, so unchanged files are re-read
 RESERVED = {"index.md", "log.md"}  # OKF §3.1
 
 # Path-valued frontmatter fields (OKF §6.2): (key, nested key or None).
@@ -250,20 +252,6 @@ def scan_bundle(root: Path | str, max_bytes: int = MAX_FILE_BYTES, skip: set[Pat
 # ------------------------------------------------------------------- parsing
 
 
-def decode(data: bytes) -> tuple[str, str | None]:
-    """Text of a file and, when it was not clean UTF-8, a warning saying how it was read."""
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        return data.decode("utf-16"), "file is UTF-16, not UTF-8 (OKF §4); read as UTF-16"
-    try:
-        return data.decode("utf-8-sig"), None
-    except UnicodeDecodeError as error:
-        where = f"byte 0x{data[error.start]:02x} at offset {error.start}"
-    try:
-        return data.decode("cp1252"), f"not valid UTF-8 ({where}); read as Windows-1252"
-    except UnicodeDecodeError:
-        return data.decode("latin-1"), f"not valid UTF-8 ({where}); read as Latin-1"
-
-
 def parse_bundle(
     scanned: ScannedBundle,
     on_file: Callable[[str], None] | None = None,
@@ -412,11 +400,10 @@ def _read_document(bundle: Bundle, source: SourceFile, cache: dict[str, Any]) ->
     cached = cache.get(key)
     issues: list[tuple[str, str]] = []
     data = source.data or b""
-    if b"\0" in data[:8192] and not data.startswith((b"\xff\xfe", b"\xfe\xff")):
+    if is_binary(data):
         bundle.build_issues.append(BuildIssue(bundle.name, source.path, "error", "binary content (NUL bytes) in a .md file; not indexed"))
         return None
     text, warning = decode(data)
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
     yaml_text, body, body_line = split_frontmatter(text)
     name = posixpath.basename(source.path)
     if cached is None:
@@ -436,7 +423,7 @@ def _read_document(bundle: Bundle, source: SourceFile, cache: dict[str, Any]) ->
             "frontmatter": frontmatter,
             "issues": issues,
             "links": [[l.kind, l.target, l.text, l.line] for l in find_links(body, body_line)],
-            "headings": find_headings(body, body_line),
+            "headings": headings(body, body_line),
         }
     for severity, message in cached["issues"]:
         bundle.build_issues.append(BuildIssue(bundle.name, source.path, severity, message))
@@ -451,9 +438,8 @@ def _concept(bundle: str, doc: _Document) -> Concept:
     is_index = doc.name == "index.md"
     stem = posixpath.basename(doc.path)[:-3]
     if is_index:
-        heading = re.search(r"^#{1,6}[ \t]+(.+?)[ \t#]*$", doc.body, re.M)
         folder = posixpath.basename(posixpath.dirname(doc.path)) or bundle
-        title = _text(fm.get("title")) or (heading.group(1) if heading else folder)
+        title = _text(fm.get("title")) or (doc.headings[0][1] if doc.headings else folder)
     else:
         title = _text(fm.get("title")) or stem  # OKF §4.1: derive from the file name
     generated = fm.get("generated") if isinstance(fm.get("generated"), dict) else {}
@@ -461,7 +447,7 @@ def _concept(bundle: str, doc: _Document) -> Concept:
     if isinstance(sources, dict):
         sources = [sources]
     if not isinstance(sources, list):
-        sources = _citations(doc.body)  # OKF §13.1: v0.1 `# Citations` list
+        sources = _citations(doc)  # OKF §13.1: v0.1 `# Citations` list
     return Concept(
         id=f"{bundle}/{doc.path[:-3]}",
         bundle=bundle,
@@ -521,18 +507,20 @@ def _string_list(value: Any) -> list[str]:
     return [str(value)]
 
 
-_CITATIONS = re.compile(r"^#{1,6}[ \t]+Citations[ \t]*\n(.*?)(?=^#{1,6}[ \t]|\Z)", re.M | re.S)
 _URL = re.compile(r"https?://[^\s)>\]]+")
 
 
-def _citations(body: str) -> list[dict[str, str]]:
-    section = _CITATIONS.search(body)
-    if not section:
-        return []
-    return [{"resource": url} for url in _URL.findall(section.group(1))]
+def _citations(doc: _Document) -> list[dict[str, str]]:
+    """The URLs between a `Citations` heading and the next heading."""
+    for at, (_, text, line) in enumerate(doc.headings):
+        if text == "Citations":
+            lines = doc.body.split("\n")
+            end = doc.headings[at + 1][2] - doc.body_line if at + 1 < len(doc.headings) else len(lines)
+            section = "\n".join(lines[line - doc.body_line + 1:end])
+            return [{"resource": url} for url in _URL.findall(section)]
+    return []
 
 
-_LOG_DATE = re.compile(r"^##[ \t]+(.+?)[ \t]*$")
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _BULLET = re.compile(r"^[ \t]*[*+-][ \t]+(.*)$")
 
@@ -540,11 +528,11 @@ _BULLET = re.compile(r"^[ \t]*[*+-][ \t]+(.*)$")
 def _log_entries(bundle: str, doc: _Document) -> list[LogEntry]:
     """OKF §9: `## YYYY-MM-DD` headings, newest first, each with bullet entries."""
     entries: list[LogEntry] = []
+    dates = {line: text for level, text, line in doc.headings if level == 2}
     date: str | None = None
     for number, line in enumerate(doc.body.split("\n"), start=doc.body_line):
-        heading = _LOG_DATE.match(line)
-        if heading:
-            date = heading.group(1)
+        if number in dates:
+            date = dates[number]
             continue
         bullet = _BULLET.match(line)
         if bullet:
@@ -744,9 +732,8 @@ def _derive_superseded_by(bundle: Bundle) -> None:
     """`superseded_by` on a concept, or another concept's `supersedes` pointing at it."""
     replaced: dict[str, str] = {}
     for edge in bundle.edges:
-        if edge.kind == "supersedes" and edge.dst:
-            if edge.predicate == "superseded_by":
-                replaced.setdefault(edge.src, edge.dst)
+        if edge.kind == "supersedes" and edge.dst and edge.predicate == "superseded_by":
+            replaced.setdefault(edge.src, edge.dst)
     for edge in bundle.edges:
         if edge.kind == "supersedes" and edge.dst and edge.predicate == "supersedes":
             replaced.setdefault(edge.dst, edge.src)

@@ -15,16 +15,15 @@ import hashlib
 import re
 from dataclasses import dataclass
 
+from .markdown import drop_comments, fences, heading
+
 MAX_WORDS = 200
 
-_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
-_FENCE = re.compile(r"^(?:[ \t]*>)*[ \t]{0,3}(`{3,}|~{3,})[ \t]*([\w.+-]*)")
+_LANGUAGE = re.compile(r"[\w.+-]*")  # of a fence's info string: `dataview` in "```dataview"
 PLUGIN_BLOCKS = frozenset(
-    "dataview dataviewjs meta-bind meta-bind-js-view meta-bind-button button tasks query leaflet"
-    " tracker chart mermaid base contributions".split()
+    ["dataview", "dataviewjs", "meta-bind", "meta-bind-js-view", "meta-bind-button", "button", "tasks", "query", "leaflet", "tracker", "chart", "mermaid", "base", "contributions"]
 )
 _PLUGIN_INLINE = re.compile(r"`(?:INPUT|VIEW|BUTTON)\[[^`]*`|`=[^`]*`|`\$=[^`]*`")
-_COMMENT = re.compile(r"<!--.*?-->|%%.*?%%", re.S)
 # Infobox scaffolding: table rules, empty rows, "**Key** |  |" rows with no value.
 _CALLOUT = re.compile(r"^([>\s]*)\[![^\]]*\][-+]?[ \t]*")
 _QUOTED_HEADING = re.compile(r"^([>\s]*>[>\s]*)#{1,6}[ \t]*")
@@ -41,37 +40,30 @@ class Chunk:
 def split_into_chunks(body: str, max_words: int = MAX_WORDS) -> list[Chunk]:
     """Cut a markdown body at its headings, then into pieces of at most `max_words`."""
     sections: list[tuple[str | None, list[str]]] = [(None, [])]
-    fence: str | None = None
-    fence_in_quote = skipping = False
-    for line in _COMMENT.sub("", body).split("\n"):
-        marker = _FENCE.match(line)
-        quoted = line.lstrip().startswith(">")
-        if fence is not None and fence_in_quote and not quoted:
-            fence = None  # a fence inside a callout ends with the callout
-        if fence is None and marker:
-            fence, fence_in_quote = marker.group(1), quoted
-            skipping = marker.group(2).lower() in PLUGIN_BLOCKS
-            if not skipping:
+    text = drop_comments(body)
+    blocks = iter(fences(text))
+    block = next(blocks, None)
+    offset = 0
+    for line in text.split("\n"):
+        start, offset = offset, offset + len(line) + 1
+        while block is not None and block.end <= start:
+            block = next(blocks, None)
+        if block is not None and block.start <= start:  # fenced code: kept, unless a plugin's
+            if _LANGUAGE.match(block.info).group().lower() not in PLUGIN_BLOCKS:
                 sections[-1][1].append(line)
             continue
-        if fence is not None:
-            if not skipping:
-                sections[-1][1].append(line)
-            if marker and marker.group(1)[0] == fence[0] and len(marker.group(1)) >= len(fence) and not marker.group(2):
-                fence = None
-            continue
-        heading = _HEADING.match(line)
-        if heading:
-            sections.append((_clean_heading(heading.group(2)), []))
+        found = heading(line)
+        if found:
+            sections.append((_clean_heading(found[1]), []))
             continue
         line = _QUOTED_HEADING.sub(r"\1", _CALLOUT.sub(r"\1", _PLUGIN_INLINE.sub("", line)))
         if not _EMPTY_ROW.match(line):
             sections[-1][1].append(line)
 
     chunks: list[Chunk] = []
-    for heading, lines in sections:
+    for title, lines in sections:
         for piece in _pieces("\n".join(lines), max_words):
-            chunks.append(Chunk(len(chunks), heading, piece))
+            chunks.append(Chunk(len(chunks), title, piece))
     return chunks or [Chunk(0, None, "")]  # still findable by title and description
 
 

@@ -15,7 +15,7 @@ import re
 import shutil
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -25,7 +25,8 @@ import yaml
 from . import __version__
 from .bundle import parse_bundle, scan_bundle
 from .frontmatter import FrontmatterError, parse_frontmatter, split_frontmatter
-from .links import find_wikilinks, slug, wikilink_spans
+from .links import find_wikilinks, wikilink_spans
+from .markdown import decode, mask_code, slug
 
 DEFAULT_TYPES = {
     "people": "Person", "person": "Person", "npcs": "Person", "npc": "Person", "characters": "Person",
@@ -74,8 +75,8 @@ class Report:
     def as_markdown(self) -> str:
         """The report as an OKF concept of its own, so the bundle it sits in stays conformant."""
         lines = ["---", "type: Conversion Report", f"title: Conversion report for {Path(self.vault).name}",
-                 f"description: Links the converter left as written, and why ({self.counts.get('dead', 0)} dead, "
-                 f"{self.counts.get('ambiguous', 0)} ambiguous).", "---", "",
+                 (f"description: Links the converter left as written, and why ({self.counts.get('dead', 0)} dead, "
+                  f"{self.counts.get('ambiguous', 0)} ambiguous)."), "---", "",
                  f"# Conversion report: {self.vault} -> {self.out}", "", "## Counts", ""]
         lines += [f"- {name}: {value}" for name, value in self.counts.items()]
         if self.type_fallbacks:
@@ -114,13 +115,9 @@ _PLUGIN = re.compile(r"`?(?:INPUT|VIEW|BUTTON)\[[^\]]*\][^`]*`?|`=[^`]*`")
 
 
 def first_sentence(body: str) -> str | None:
-    """The body's first prose sentence: no headings, callouts, tables, embeds or plugin markup."""
-    in_code = False
-    for line in body.split("\n"):
-        if line.strip().startswith(("```", "~~~")):
-            in_code = not in_code
-            continue
-        if in_code or not line.strip() or _SKIP_LINE.match(line) or _PLUGIN.search(line):
+    """The body's first prose sentence: no headings, callouts, tables, embeds, code, comments or plugin markup."""
+    for line, outside_code in zip(body.split("\n"), mask_code(body).split("\n")):
+        if not outside_code.strip() or _SKIP_LINE.match(line) or _PLUGIN.search(line):
             continue
         text = re.sub(r"\[\[([^\]|]+\|)?([^\]]+)\]\]", r"\2", line)
         text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", text)
@@ -169,7 +166,7 @@ def convert(
     ]
     renamed = {f.path: _renamed(f.path, index.files) for f in scanned.files if posixpath.basename(f.path).lower() in RESERVED}
     report.renamed = renamed
-    moved = lambda path: renamed.get(path, path)  # noqa: E731
+    moved = lambda path: renamed.get(path, path)
     path_of = {c.id: c.path for c in bundle.concepts}
     headings: dict[str, set[str]] = defaultdict(set)
     for heading in bundle.headings:
@@ -182,7 +179,7 @@ def convert(
             continue
         target = out / moved(source.path)
         target.parent.mkdir(parents=True, exist_ok=True)
-        text = source.data.decode("utf-8", "replace").replace("\r\n", "\n")
+        text, _ = decode(source.data)  # as the build reads it; written back as UTF-8
         yaml_text, body, body_line = split_frontmatter(text)
         try:
             fm = parse_frontmatter(yaml_text) if yaml_text is not None else {}
@@ -203,7 +200,7 @@ def convert(
         if description and not fm.get("description"):
             fm["description"] = description
         if "generated" not in fm:
-            mtime = datetime.fromtimestamp((vault / source.path).stat().st_mtime, timezone.utc)
+            mtime = datetime.fromtimestamp((vault / source.path).stat().st_mtime, UTC)
             fm["generated"] = {"by": f"datasette-okf/{__version__}",
                                "at": generated_at or mtime.isoformat(timespec="seconds")}
         relations = _frontmatter_relations(fm, source.path, index, moved)

@@ -1,4 +1,4 @@
-"""Filing an answer back into the bundle as a Concept page (seed 003 §4.1, §7.2).
+"""Filing an answer back into the bundle as a Concept page (docs/design.md §10.3).
 
 A synthesized answer worth keeping becomes a new page instead of chat history:
 `type: Concept`, a `generated` stamp instead of `verified` (it is machine
@@ -19,7 +19,8 @@ from typing import Any
 
 import yaml
 
-from .links import markdown_link, slug
+from .links import markdown_link
+from .markdown import slug
 from .schema import bundles_of, read_meta
 
 FOLDER = "syntheses"
@@ -73,7 +74,7 @@ def file_back(
     _list_in_index(folder / "index.md", title, page.name)
     _log(bundle_dir / "log.md", now, f"Filed back {markdown_link(title, '/' + relative)}: an answer by {model_id} to "
          f"\u201c{' '.join(question.split())}\u201d, citing {len(concepts)} note{'s' if len(concepts) != 1 else ''}.")
-    if rebuild:  # the same steps as a build (seed 003 §7.2): the database, then the derived files
+    if rebuild:  # the same steps as a build (docs/design.md §10.3): the database, then the derived files
         from .schema import KEYWORDS, TIMELINE
         from .store import build
 

@@ -12,9 +12,11 @@ import bisect
 import posixpath
 import re
 from collections import defaultdict
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator
 from urllib.parse import unquote
+
+from .markdown import blank, mask_code
 
 
 @dataclass(frozen=True)
@@ -44,9 +46,6 @@ class Resolution:
 
 # ---------------------------------------------------------------- scanning
 
-_FENCE_OPEN = re.compile(r"^((?:[ \t]*>)*[ \t]{0,3})(`{3,}|~{3,})[^\n]*$", re.M)
-_COMMENT = re.compile(r"<!--.*?-->|%%.*?%%", re.S)
-_BACKTICKS = re.compile(r"`+")
 _WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n]+?)\]\]")
 _LINK_TEXT = r"(?:[^\[\]\\\n]|\\.|\[[^\[\]\n]*\])*"
 _DESTINATION = r"<[^<>\n]*>|[^\s()<>]*(?:\([^\s()]*\)[^\s()<>]*)*"
@@ -56,60 +55,11 @@ _INLINE = re.compile(
 )
 _REF_DEF = re.compile(
     rf"^[ \t]{{0,3}}\[([^\]\n^][^\]\n]*)\]:[ \t]*(<[^<>\n]*>|\S+)(?:[ \t]+(?:{_TITLE}))?[ \t]*$",
-    re.M,
+    re.MULTILINE,
 )
 _REF_USE = re.compile(rf"(!?)\[({_LINK_TEXT})\](?:\[([^\[\]\n]*)\])?(?![(:\[])")
 _AUTOLINK = re.compile(r"<([A-Za-z][A-Za-z0-9+.\-]{1,31}:[^\s<>]*)>")
 SCHEME = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.\-]{1,31}:|//)")
-
-
-def _blank(text: str, start: int, end: int) -> str:
-    return "".join(c if c == "\n" else " " for c in text[start:end])
-
-
-def mask_code(text: str) -> str:
-    """Blank out fenced code, inline code spans and comments, keeping offsets and lines."""
-    out = list(text)
-
-    def blank(start: int, end: int) -> None:
-        for i in range(start, end):
-            if out[i] != "\n":
-                out[i] = " "
-
-    pos = 0
-    while True:
-        opening = _FENCE_OPEN.search(text, pos)
-        if not opening:
-            break
-        fence = opening.group(2)
-        close = re.compile(
-            rf"^(?:[ \t]*>)*[ \t]{{0,3}}{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$", re.M
-        ).search(text, opening.end())
-        end = close.end() if close else len(text)
-        if ">" in opening.group(1):  # a fence in a blockquote ends with the quote
-            outside = re.compile(r"^(?![ \t]*>)", re.M).search(text, opening.end() + 1)
-            if outside and outside.start() < end:
-                end = outside.start()
-        blank(opening.start(), end)
-        pos = end
-    text = "".join(out)
-    for match in _COMMENT.finditer(text):
-        blank(match.start(), match.end())
-    text = "".join(out)
-    runs = list(_BACKTICKS.finditer(text))
-    i = 0
-    while i < len(runs):
-        run = runs[i]
-        closing = next(
-            (j for j in range(i + 1, len(runs)) if len(runs[j].group()) == len(run.group())),
-            None,
-        )
-        if closing is None:
-            i += 1
-            continue
-        blank(run.start(), runs[closing].end())
-        i = closing + 1
-    return "".join(out)
 
 
 class _Lines:
@@ -147,13 +97,13 @@ def find_links(body: str, first_line: int = 1) -> list[RawLink]:
     masked = mask_code(body)
     lines = _Lines(masked, first_line)
     found = list(_wikilinks(masked, lines))
-    masked = _WIKILINK.sub(lambda m: _blank(masked, m.start(), m.end()), masked)
+    masked = _WIKILINK.sub(lambda m: blank(m.group()), masked)
 
     definitions: dict[str, str] = {}
     for match in _REF_DEF.finditer(masked):
         label = _label(match.group(1))
         definitions.setdefault(label, _destination(match.group(2)))
-    masked = _REF_DEF.sub(lambda m: _blank(masked, m.start(), m.end()), masked)
+    masked = _REF_DEF.sub(lambda m: blank(m.group()), masked)
 
     def scan(text: str, offset: int) -> Iterator[tuple[int, RawLink]]:
         for match in _INLINE.finditer(text):
@@ -161,7 +111,7 @@ def find_links(body: str, first_line: int = 1) -> list[RawLink]:
             start = offset + match.start()
             yield start, RawLink(kind, _destination(match.group(3)), match.group(2), lines.at(start))
             yield from scan(match.group(2), offset + match.start(2))
-        rest = _INLINE.sub(lambda m: _blank(text, m.start(), m.end()), text)
+        rest = _INLINE.sub(lambda m: blank(m.group()), text)
         for match in _REF_USE.finditer(rest):
             label = _label(match.group(3) or match.group(2))
             if label in definitions:
@@ -186,29 +136,11 @@ def _destination(raw: str) -> str:
     return raw[1:-1].strip() if raw.startswith("<") and raw.endswith(">") else raw
 
 
-_HEADING = re.compile(r"^[ \t]{0,3}(#{1,6})[ \t]+(.+?)[ \t#]*$", re.M)
-
-
-def find_headings(body: str, first_line: int = 1) -> list[tuple[int, str, int]]:
-    """(level, text, line) of every ATX heading outside code."""
-    masked = mask_code(body)
-    lines = _Lines(masked, first_line)
-    return [(len(m.group(1)), m.group(2).strip(), lines.at(m.start())) for m in _HEADING.finditer(masked)]
-
-
 def markdown_link(text: str, target: str) -> str:
     """`[text](target)` that find_links reads back whole: a bracket in the text or a space or
     parenthesis in the target would end it early (what derived files and filed-back pages write)."""
     shown = text.replace("[", "(").replace("]", ")")
     return f"[{shown}]({target.replace(' ', '%20').replace('(', '%28').replace(')', '%29')})"
-
-
-_NOT_WORD = re.compile(r"[\W_]+")
-
-
-def slug(text: str) -> str:
-    """An anchor's comparable form: `#The Drowned Steps`, `#the-drowned-steps` and `#the_drowned_steps` agree."""
-    return _NOT_WORD.sub("-", text.casefold()).strip("-")
 
 
 # --------------------------------------------------------------- resolving
@@ -357,7 +289,5 @@ def _has_other_extension(name: str) -> bool:
 
 
 ATTACHMENT_EXTENSIONS = frozenset(
-    """png jpg jpeg gif bmp svg webp avif tif tiff ico pdf mp3 wav ogg m4a flac webm
-    mp4 mov mkv avi canvas excalidraw txt csv tsv json yaml yml xml html htm py sql js
-    ts css zip gz tar docx xlsx pptx epub""".split()
+    ["png", "jpg", "jpeg", "gif", "bmp", "svg", "webp", "avif", "tif", "tiff", "ico", "pdf", "mp3", "wav", "ogg", "m4a", "flac", "webm", "mp4", "mov", "mkv", "avi", "canvas", "excalidraw", "txt", "csv", "tsv", "json", "yaml", "yml", "xml", "html", "htm", "py", "sql", "js", "ts", "css", "zip", "gz", "tar", "docx", "xlsx", "pptx", "epub"]
 )

@@ -14,17 +14,18 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 import sqlite_utils
 
 from .embed import EmbeddingError, canonical_id, embed_query
 from .graph import WalkOptions
-from .links import slug
-from .options import MODES, BadOption, ContextOptions
+from .markdown import slug
+from .options import BadOption, ContextOptions
 from .render import (
     chunk_block,
     context_text,
@@ -116,7 +117,7 @@ def connection(db: Any) -> Any:
         conn = db
     try:
         conn.execute("select okf_fts_query('x')")
-    except Exception:
+    except Exception:  # noqa: BLE001 - "no such function", from pysqlite3 or the standard library's sqlite3 alike
         prepare_connection(conn)
     return conn
 
@@ -370,7 +371,7 @@ def walk(query: Query, seeds: list[Seed], fused: list[dict[str, Any]]) -> list[A
 def offer(query: Query, seeds: list[Seed], walked: list[Arrival], fused: list[dict[str, Any]]) -> list[Node]:
     """Seeds in fused order, then what the walk added: its list joins the fusion at GRAPH_WEIGHT, below the
     seeds, so it adds notes and never reorders them."""
-    now = query.options.today or datetime.now(timezone.utc).isoformat()
+    now = query.options.today or datetime.now(UTC).isoformat()
     fused_rrf = {row["id"]: row["rrf"] for row in fused}
     nodes = [Node(query.concepts[s.id], s.rrf, {"kind": "seed", "ranks": s.ranks, "resolved_from": s.resolved_from})
              for s in seeds]

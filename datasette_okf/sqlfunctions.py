@@ -13,12 +13,13 @@ the time limit, bound what one call can cost a public server.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .embed import EmbeddingError, canonical_id, embed_query
 from .graph import graph_expand, walk_arguments
 from .hamming import hamming_candidates
-from .links import slug
+from .markdown import slug
 from .schema import MAX_FILE_BYTES, load_sqlite_vec, stored_model
 from .titles import MAX_QUESTION, TitleIndex, coverage, fts_query
 

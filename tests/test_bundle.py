@@ -5,6 +5,7 @@ import os
 import pytest
 
 from datasette_okf.bundle import parse_bundle, scan_bundle, trust_tier
+from datasette_okf.markdown import slug
 
 from .conftest import write_bundle
 
@@ -208,3 +209,48 @@ def test_symlinked_folders_are_not_followed(tmp_path):
     assert [c.id for c in bundle.concepts] == ["b/note"]
     assert [(i.file, i.message) for i in bundle.build_issues] == [("linked", "symlinked folder not followed")]
     assert [i.problem for i in bundle.link_issues] == ["dead"]
+
+
+def test_an_index_title_is_its_first_heading_outside_code(tmp_path):
+    # Before: the title was searched for in the raw body, so the comment in the shell block won.
+    root = write_bundle(tmp_path / "b", {
+        "places/index.md": "```sh\n# not a heading\nls places\n```\n\n## Places of the Bay\n\n* [Quay](quay.md)\n",
+        "places/quay.md": "---\ntype: Place\n---\nStone.\n",
+        "people/index.md": "No heading here.\n",
+    })
+    concepts = by_id(read(root))
+    assert concepts["b/places/index"].title == "Places of the Bay"
+    assert concepts["b/people/index"].title == "people"
+
+
+def test_headings_keep_their_code_and_skip_code_blocks(tmp_path):
+    root = write_bundle(tmp_path / "b", {
+        "spells.md": "---\ntype: Lore\n---\n## The `Gate` Spell\n\n```md\n## Not one\n```\n",
+        "mira.md": "---\ntype: Person\n---\nCasts [[spells#The Gate Spell]] and [gate](spells.md#the-gate-spell).\n",
+    })
+    bundle = read(root)
+    assert [(h.text, h.slug, h.line) for h in bundle.headings] == [("The `Gate` Spell", "the-gate-spell", 4)]
+    assert {slug(e.anchor) for e in bundle.edges if e.dst == "b/spells"} == {"the-gate-spell"}  # both links land
+
+
+def test_v01_citations_are_read_outside_code_only(tmp_path):
+    root = write_bundle(tmp_path / "b", {
+        "shown.md": "---\ntype: Metric\n---\nHow to cite:\n\n```md\n# Citations\n- https://fake.example/\n```\n",
+        "real.md": "---\ntype: Metric\n---\nText.\n\n## Citations ##\n- https://a.example/one\n\n## After\n- https://b.example/\n",
+    })
+    concepts = by_id(read(root))
+    assert concepts["b/shown"].sources == []
+    assert concepts["b/real"].sources == [{"resource": "https://a.example/one"}]
+
+
+def test_log_dates_are_level_two_headings_outside_code(tmp_path):
+    root = write_bundle(tmp_path / "b", {
+        "log.md": "# Log\n\n## 2026-02-01 ##\n* b\n\n```md\n## 1999-01-01\n```\n* c\n"})
+    assert [(e.date, e.text, e.line) for e in read(root).log_entries] == [("2026-02-01", "b", 4), ("2026-02-01", "c", 9)]
+
+
+def test_a_broken_utf16_file_is_a_warning_and_the_rest_is_read(tmp_path):
+    root = write_bundle(tmp_path / "b", {"bad.md": b"\xff\xfeA", "ok.md": "---\ntype: T\n---\nFine.\n"})
+    bundle = read(root)
+    assert sorted(c.id for c in bundle.concepts) == ["b/bad", "b/ok"]
+    assert any(i.file == "bad.md" and "invalid byte 0x41 at offset 2" in i.message for i in bundle.build_issues)

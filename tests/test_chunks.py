@@ -49,3 +49,18 @@ def test_embedding_text_carries_title_and_description():
         "Mira Vell\nA smuggler.\nSecrets\nWorks nights."
     )
     assert embedding_text("Mira Vell", None, None, "") == "Mira Vell"
+
+
+def test_chunk_headings_are_the_headings_the_build_lists():
+    # Before: chunks had their own heading pattern with no indentation allowed, so "   ## Secrets" was a heading
+    # in the headings table (and for links to #secrets) but text inside the previous chunk.
+    body = "Intro words here.\n\n   ## Secrets ##\n\nWorks for the Accord.\n\n~~~\n# shell comment\n~~~\n"
+    assert [(c.heading, c.text) for c in split_into_chunks(body)] == [
+        (None, "Intro words here."),
+        ("Secrets", "Works for the Accord.\n\n~~~\n# shell comment\n~~~"),
+    ]
+
+
+def test_a_fence_in_a_callout_ends_with_the_callout():
+    body = "> [!info]\n> ```dataview\n> TABLE x\n## After\n\nPlain prose line.\n"
+    assert [(c.heading, c.text) for c in split_into_chunks(body)] == [("After", "Plain prose line.")]

@@ -9,10 +9,10 @@ import sqlite_utils
 from click.testing import CliRunner
 from datasette.cli import cli
 
-from datasette_okf.convert import ConvertError, convert, first_sentence, type_for, DEFAULT_TYPES
+from datasette_okf.convert import DEFAULT_TYPES, ConvertError, convert, first_sentence, type_for
 from datasette_okf.store import build
 
-from .conftest import CORPORA, VAULT, needs_corpora
+from .conftest import CORPORA, VAULT, needs_corpora, write_bundle
 
 
 @pytest.fixture
@@ -126,6 +126,15 @@ def test_type_map_and_description():
     assert first_sentence(body) == "The Gulls run the docks."
 
 
+def test_the_description_skips_code_and_comments_as_the_build_does():
+    # Before: a fence closed by the other fence character, and the lines of a long comment, gave the description.
+    body = (
+        "~~~\nwrite it ```\n```\nnot prose in the code block.\n~~~\n"
+        "<!--\nA hidden comment line here.\n-->\nThe `Gull` ship is real.\n"
+    )
+    assert first_sentence(body) == "The Gull ship is real."
+
+
 def test_cli(vault, tmp_path):
     out = tmp_path / "out"
     result = CliRunner().invoke(cli, ["okf", "convert", str(vault), str(out), "--type-map", "Sessions=Session Log",
@@ -138,6 +147,30 @@ def test_cli(vault, tmp_path):
     assert "type: Session Log" in (out / "Sessions" / "Session 1.md").read_text()
     again = CliRunner().invoke(cli, ["okf", "convert", str(vault), str(out)])
     assert again.exit_code == 1 and "--force" in again.output
+
+
+def test_notes_in_other_encodings_are_converted_as_the_build_reads_them(tmp_path):
+    # Before: the converter decoded UTF-8 with replacement characters ("caf\ufffd") and kept a byte-order
+    # mark, which hid the frontmatter, so the note got a guessed type and its own frontmatter became body text.
+    vault = write_bundle(tmp_path / "vault", {
+        "Places/Cafe.md": b"The caf\xe9 by the quay stays open late.\r\n",
+        "Places/Quay.md": b"\xef\xbb\xbf---\r\ntype: Harbour\r\n---\r\nStone steps down to the water.\r\n",
+        "Places/Tower.md": "---\ntype: Tower\n---\nThe chain tower, caf\u00e9 below.\n".encode("utf-16"),
+    })
+    out = tmp_path / "out"
+    convert(vault, out, generated_at="2026-11-29T00:00:00+00:00")
+    cafe = (out / "Places" / "Cafe.md").read_text(encoding="utf-8")
+    assert cafe.endswith("---\nThe caf\u00e9 by the quay stays open late.\n")
+    assert "description: The caf\u00e9 by the quay stays open late." in cafe
+    quay = (out / "Places" / "Quay.md").read_bytes().decode("utf-8")
+    assert quay.startswith("---\ntype: Harbour\ntitle: Quay\n") and quay.count("---") == 2
+    tower = (out / "Places" / "Tower.md").read_bytes().decode("utf-8")
+    assert tower.startswith("---\ntype: Tower\n") and "caf\u00e9 below" in tower
+    build([out], tmp_path / "out.db", embed=False)
+    db = sqlite_utils.Database(tmp_path / "out.db")
+    assert db.execute("select count(*) from build_issues").fetchone()[0] == 0  # now clean UTF-8
+    assert dict(db.execute("select title, type from concepts where not is_index").fetchall()) == {
+        "Cafe": "Place", "Quay": "Harbour", "Tower": "Tower"}
 
 
 @needs_corpora

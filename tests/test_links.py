@@ -5,7 +5,7 @@ import posixpath
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from datasette_okf.links import PathIndex, Resolution, find_links, mask_code
+from datasette_okf.links import PathIndex, Resolution, find_links
 
 FILES = [
     "index.md",
@@ -55,13 +55,6 @@ def test_links_in_code_and_comments_are_not_links():
         "> [!note] callout\n> ```dataview\n> [[i]]\n\nAfter the quote [[j]]\n"
     )
     assert kinds_and_targets(body) == [("link", "a.md"), ("wikilink", "j")]
-
-
-def test_mask_code_keeps_offsets_and_lines():
-    body = "a `code` b\n```\nx\n```\nc"
-    masked = mask_code(body)
-    assert len(masked) == len(body) and masked.count("\n") == body.count("\n")
-    assert "code" not in masked and masked.endswith("c")
 
 
 def test_footnotes_and_task_boxes_are_not_links():

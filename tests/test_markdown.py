@@ -1,0 +1,132 @@
+"""The text-level markdown primitives every other module uses: slugs, masking, headings, decoding."""
+
+import time
+
+import pytest
+import sqlite_utils
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from datasette_okf.lint import run_lint
+from datasette_okf.markdown import decode, headings, mask_code, slug
+from datasette_okf.sqlfunctions import prepare_connection
+from datasette_okf.store import build
+
+from .conftest import write_bundle
+
+
+def test_slug_agrees_across_spellings_of_one_heading():
+    assert slug("the_drowned_steps") == slug("The Drowned Steps") == slug("the-drowned-steps") == "the-drowned-steps"
+    assert slug("  Who's who? (1298) ") == "who-s-who-1298"
+    assert slug("Café Noir") == "café-noir"
+    assert slug("***") == ""
+
+
+def test_a_link_with_underscores_finds_its_heading_in_a_build(tmp_path):
+    root = write_bundle(tmp_path / "b", {
+        "note.md": "---\ntype: Place\n---\n## The Drowned Steps\n\nDark water.\n",
+        "mira.md": "---\ntype: Person\n---\nSee [x](note.md#the_drowned_steps) and [y](note.md#nowhere).\n",
+    })
+    build([root], tmp_path / "b.db", embed=False)
+    conn = sqlite_utils.Database(tmp_path / "b.db").conn
+    prepare_connection(conn)
+    assert conn.execute("select slug from headings").fetchall() == [("the-drowned-steps",)]
+    [check] = run_lint(conn, only="missing_headings")
+    assert [row[2] for row in check["rows"]] == ["nowhere"]
+
+
+def test_mask_code_keeps_offsets_and_lines():
+    body = "a `code` b\n```\nx\n```\nc"
+    masked = mask_code(body)
+    assert len(masked) == len(body) and masked.count("\n") == body.count("\n")
+    assert "code" not in masked and masked.endswith("c")
+
+
+def test_mask_code_blanks_fences_in_callouts_comments_and_spans():
+    body = (
+        "keep `span` keep\n"
+        "> [!note]\n> ```dataview\n> hidden\n"
+        "shown after the quote\n"
+        "~~~~\n```\nstill hidden\n~~~~\n"
+        "<!-- gone\nacross lines --> kept %% gone too %%\n"
+    )
+    masked = mask_code(body)
+    assert masked.split("\n")[0] == "keep        keep"
+    assert "> [!note]" in masked and "dataview" not in masked and "hidden" not in masked
+    assert "shown after the quote" in masked
+    assert "gone" not in masked and "across" not in masked and " kept " in masked
+    assert [len(line) for line in masked.split("\n")] == [len(line) for line in body.split("\n")]
+
+
+def test_headings_outside_code_with_their_lines():
+    body = (
+        "# Title\n\n```\n# not a heading\n```\n   ## Indented ##\n> # quoted\n"
+        "<!--\n# commented\n-->\n###### Six\n####### Seven\n#tag\n"
+    )
+    assert headings(body, first_line=5) == [(1, "Title", 5), (2, "Indented", 10), (6, "Six", 15)]
+
+
+def test_a_heading_keeps_the_code_written_in_it():
+    # Before: the code span was blanked with the rest of the code, so the heading read "The        Spell",
+    # its slug was "the-spell", and every link to #the-gate-spell was reported as a missing heading.
+    assert headings("## The `Gate` Spell\n## `okf_slug`\n") == [(2, "The `Gate` Spell", 1), (2, "`okf_slug`", 2)]
+    assert slug(headings("## The `Gate` Spell")[0][1]) == "the-gate-spell"
+
+
+def test_an_unpaired_backtick_does_not_hide_the_headings_after_it():
+    body = "Write a ` by itself.\n\n## Next\n\nAnd another ` here.\n"
+    assert headings(body) == [(2, "Next", 3)]
+
+
+@pytest.mark.parametrize(
+    "data, text, warning",
+    [
+        (b"plain caf\xc3\xa9", "plain café", None),
+        (b"\xef\xbb\xbf---\ntitle: x\n---\n", "---\ntitle: x\n---\n", None),
+        ("caf\u00e9\r\nline\rend".encode("utf-16"), "café\nline\nend", "file is UTF-16, not UTF-8 (OKF §4); read as UTF-16"),
+        ("\ufeffcafé".encode("utf-16-be"), "café", "file is UTF-16, not UTF-8 (OKF §4); read as UTF-16"),
+        (b"caf\xe9 \x93quoted\x94", "café \u201cquoted\u201d",
+         "not valid UTF-8 (byte 0xe9 at offset 3); read as Windows-1252"),
+        (b"caf\xe9 \x81", "café \x81", "not valid UTF-8 (byte 0xe9 at offset 3); read as Latin-1"),
+        (b"one\r\ntwo\rthree\n", "one\ntwo\nthree\n", None),
+    ],
+)
+def test_decode_reads_what_the_build_reads(data, text, warning):
+    assert decode(data) == (text, warning)
+
+
+def test_masking_unclosed_fences_in_callouts_stays_linear():
+    # Before: each callout fence with no closing fence searched the rest of the file for one (11 s for this
+    # 0.3 MB; a 4 MiB note for most of an hour): now the search stops where the callout ends.
+    text = "> [!n]\n> ```dataview\n> q\n\ntext more\n" * 5_000
+    started = time.perf_counter()
+    masked = mask_code(text)
+    assert time.perf_counter() - started < 3
+    assert "dataview" not in masked and masked.count("text more") == 5_000
+
+
+@pytest.mark.parametrize(
+    "data, text, offset", [(b"\xff\xfeA\x00B", "A\ufffd", 4), (b"\xff\xfe\x00\xd8A\x00", "\ufffdA", 2)]
+)
+def test_broken_utf16_is_read_with_a_warning_not_an_exception(data, text, offset):
+    # Before: UnicodeDecodeError ("truncated data", "illegal UTF-16 surrogate"), which stopped the whole build.
+    assert decode(data)[0] == text
+    assert decode(data)[1] == (
+        f"file is UTF-16, not UTF-8 (OKF §4); read as UTF-16, invalid byte 0x{data[offset]:02x} at offset {offset} replaced"
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=40).map(lambda tail: b"\xff\xfe" + tail) | st.binary(max_size=40))
+def test_decode_takes_any_bytes(data):
+    text, _ = decode(data)
+    assert "\r" not in text
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("#`~>-_ <!%\n\tab")), max_size=120))
+def test_masking_and_headings_never_raise_and_keep_shape(text):
+    masked = mask_code(text)
+    assert len(masked) == len(text) and masked.count("\n") == text.count("\n")
+    for level, heading, line in headings(text):
+        assert 1 <= level <= 6 and 1 <= line <= text.count("\n") + 1
