@@ -22,4 +22,5 @@ serve: build
 	$(BIN)/datasette serve $(DB) --metadata metadata.yml --host 127.0.0.1 --port $(PORT)
 
 test: setup
+	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)

@@ -30,9 +30,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from scale import machine, questions, serve  # noqa: E402
+from scale import machine, questions, serve
 
-from datasette_okf.web import MAX_QUESTION  # noqa: E402
+from datasette_okf.web import MAX_QUESTION
 
 
 def drive(port: int, paths: list[str], clients: int, seconds: float) -> dict[str, float]:
@@ -84,7 +84,7 @@ def drive(port: int, paths: list[str], clients: int, seconds: float) -> dict[str
 
 
 def rebuild_loop(bundle: Path, db: Path, model: str | None, stop: threading.Event, counts: dict) -> None:
-    note = sorted(p for p in bundle.rglob("*.md") if p.name not in ("index.md", "log.md"))[0]
+    note = min(p for p in bundle.rglob("*.md") if p.name not in ("index.md", "log.md"))
     command = [sys.executable, "-m", "datasette", "okf", "build", str(bundle), "-o", str(db)]
     if model == "hash":
         command = [sys.executable, str(HERE / "hash_model.py"), str(bundle), str(db)]

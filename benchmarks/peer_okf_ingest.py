@@ -21,9 +21,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from context_latency import THELLADE  # noqa: E402
+from context_latency import THELLADE
 
-from datasette_okf.retrieve import connection, context_for  # noqa: E402
+from datasette_okf.retrieve import connection, context_for
 
 
 def timed(args: list[str], check: bool = True) -> float:
@@ -58,7 +58,7 @@ def main() -> None:
         started = time.perf_counter()
         context_for(conn, question)
         ours.append(time.perf_counter() - started)
-    med = lambda values: statistics.median(values) * 1000  # noqa: E731
+    med = lambda values: statistics.median(values) * 1000
     print(f"okf-ingest ingest of {args.bundle}: {ingest:.1f} s")
     print(f"okf-ingest `okf context` per question (process):     p50 {med(peer):7.0f} ms")
     print(f"datasette okf context per question (process):        p50 {med(ours_cli):7.0f} ms")

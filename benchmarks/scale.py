@@ -32,11 +32,11 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from baselines import NEAREST_CHUNKS_SQL  # noqa: E402
-from synthetic import generate  # noqa: E402
+from baselines import NEAREST_CHUNKS_SQL
+from synthetic import generate
 
-from datasette_okf.embed import DEFAULT_MODEL, embed_query  # noqa: E402
-from datasette_okf.retrieve import connection, context_for  # noqa: E402
+from datasette_okf.embed import DEFAULT_MODEL, embed_query
+from datasette_okf.retrieve import connection, context_for
 
 
 def machine() -> str:
@@ -94,8 +94,8 @@ def query_latency(db: Path, asked: list[str]) -> dict[str, str]:
         context_for(conn, question)
         cold.append((time.perf_counter() - started) * 1000)
         result = context_for(conn, question)
-        for stage in stages:
-            stages[stage].append(result["timings_ms"].get(stage, 0.0))
+        for stage, times in stages.items():
+            times.append(result["timings_ms"].get(stage, 0.0))
         started = time.perf_counter()
         conn.execute(NEAREST_CHUNKS_SQL, {"q": question, "k": 10}).fetchall()
         knn.append((time.perf_counter() - started) * 1000)
@@ -135,10 +135,10 @@ def http_latency(db: Path, asked: list[str]) -> tuple[dict[str, str], float]:
         urllib.request.urlopen(base + urllib.parse.urlencode({"q": "warm up"}), timeout=120).read()
         times: dict[str, list[float]] = {"new": [], "repeated": []}
         for question in asked:
-            for kind in times:  # a new question is embedded; a repeated one hits the query cache
+            for kind_times in times.values():  # a new question is embedded; a repeated one hits the query cache
                 started = time.perf_counter()
                 body = urllib.request.urlopen(base + urllib.parse.urlencode({"q": question}), timeout=120).read()
-                times[kind].append((time.perf_counter() - started) * 1000)
+                kind_times.append((time.perf_counter() - started) * 1000)
             json.loads(body)
         status = Path(f"/proc/{process.pid}/status").read_text()
         peak = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM")) / 1024
@@ -175,7 +175,7 @@ def bench(size: int, work: Path, count: int) -> list[tuple[str, str]]:
     rebuild = [sys.executable, str(HERE / "hash_model.py"), str(bundle), str(full)] if hashed else cli + ["-o", str(full)]
     wall, _ = run(rebuild)
     rows.append(("rebuild, nothing changed", f"{wall:.2f} s"))
-    edited = sorted((bundle / "people").glob("*.md"))[0]
+    edited = min((bundle / "people").glob("*.md"))
     edited.write_text(edited.read_text() + "\n## Update\n\nA new paragraph about the harbour and its tolls.\n")
     wall, _ = run(rebuild)
     rows.append(("rebuild, one file edited", f"{wall:.2f} s"))

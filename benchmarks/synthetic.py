@@ -18,7 +18,7 @@ from pathlib import Path
 
 TYPES = [("people", "Person", 0.40), ("places", "Place", 0.25), ("organisations", "Organization", 0.15),
          ("sessions", "Session", 0.10), ("monsters", "Monster", 0.10)]
-SYLLABLES = "ka ri vel dor an mo sel tha ur en bra gol mi ne os pa qui ra sto tu vy wen xa yo zer".split()
+SYLLABLES = ["ka", "ri", "vel", "dor", "an", "mo", "sel", "tha", "ur", "en", "bra", "gol", "mi", "ne", "os", "pa", "qui", "ra", "sto", "tu", "vy", "wen", "xa", "yo", "zer"]
 HEADINGS = ["Appearance", "History", "Secrets", "Relationships", "Notes", "Rumours", "Goals", "Description"]
 
 

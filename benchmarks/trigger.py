@@ -22,9 +22,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from scale import machine  # noqa: E402
+from scale import machine
 
-from datasette_okf.trigger import run  # noqa: E402
+from datasette_okf.trigger import run
 
 
 def in_process_ms(path: Path, stdin: str, runs: int) -> float:
@@ -51,7 +51,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=20)
     args = parser.parse_args()
     rng = random.Random(3)
-    syllables = "ka ra mo ven dor til sa ne qui thal os ur ban el ith".split()
+    syllables = ["ka", "ra", "mo", "ven", "dor", "til", "sa", "ne", "qui", "thal", "os", "ur", "ban", "el", "ith"]
     words = {"".join(rng.choice(syllables) for _ in range(rng.randint(2, 4))).capitalize() for _ in range(args.keywords * 3)}
     names = sorted(words)[: args.keywords]
     keywords = [f"{a} {b}" if i % 3 == 0 else a for i, (a, b) in enumerate(zip(names, reversed(names)))]

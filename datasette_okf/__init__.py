@@ -19,7 +19,7 @@ from typing import Any
 import pluggy
 
 __version__ = "0.1.0"
-__all__ = ["context_for", "__version__"]
+__all__ = ["__version__", "context_for"]
 
 # Datasette's own marker (datasette.hookimpl is this object), made here so that importing the
 # package stays cheap: `python -m datasette_okf.trigger` runs on every prompt of an agent.

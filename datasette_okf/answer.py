@@ -202,7 +202,7 @@ def parse_fragment_argument(argument: str) -> tuple[str, str]:
     if "::" in argument:
         path, _, question = argument.partition("::")
     else:
-        match = re.match(r"^(.*?\.(?:db|sqlite3?)):(.*)$", argument, re.S)
+        match = re.match(r"^(.*?\.(?:db|sqlite3?)):(.*)$", argument, re.DOTALL)
         if not match:
             raise AnswerError(
                 f"okf: fragments are okf:PATH.db:QUESTION or okf:PATH::QUESTION, not okf:{argument}"

@@ -11,11 +11,13 @@ import click
 import yaml
 
 from .embed import DEFAULT_MODEL, EmbeddingError
-from .evaluate import as_table, evaluate as run_evaluation, load_golden
+from .evaluate import as_table, load_golden
+from .evaluate import evaluate as run_evaluation
 from .lint import run_lint
 from .options import MODES, BadOption, ContextOptions
 from .retrieve import connection, context_for
-from .store import BuildError, BuildRefused, BuildReport, Progress, build as build_database
+from .store import BuildError, BuildRefused, BuildReport, Progress
+from .store import build as build_database
 
 
 class Refused(click.ClickException):
@@ -218,7 +220,8 @@ def lint(database: Path, fmt: str):
 @click.option("--force", is_flag=True, help="Replace OUT if it is not empty")
 def convert(vault, out, type_map, config, report_path, report_json, generated_at, force):
     """Convert an Obsidian VAULT into an OKF v0.2 bundle in OUT, with a report of links left as written."""
-    from .convert import ConvertError, convert as run_convert, write_report
+    from .convert import ConvertError, write_report
+    from .convert import convert as run_convert
 
     settings = yaml.safe_load(config.read_text()) if config else {}
     mapping = dict(settings.get("type_map") or {})

@@ -9,7 +9,8 @@ with the process.
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -25,7 +26,7 @@ def call_with_deadline(call: Callable[[], T], seconds: float, name: str = "okf-d
     def run() -> None:
         try:
             result["value"] = call()
-        except BaseException as error:  # handed to the caller below
+        except BaseException as error:  # noqa: BLE001 - handed to the caller below, whatever it is
             result["error"] = error
 
     worker = threading.Thread(target=run, name=name, daemon=True)

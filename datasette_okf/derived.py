@@ -12,8 +12,9 @@ import json
 import os
 import re
 import sqlite3
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from .links import markdown_link
 from .schema import KEYWORDS, TIMELINE, TIMELINE_MARKER, bundles_of, derived_paths, read_meta

@@ -16,9 +16,10 @@ import os
 import socket
 import threading
 from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence, TypeVar
+from typing import Any, TypeVar
 from urllib.parse import urlparse
 
 import llm

@@ -11,6 +11,7 @@ keeps only `true`/`false` as booleans and leaves dates as the text written.
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
@@ -72,7 +73,7 @@ MAX_NODES = 50_000
 MAX_CHARACTERS = 256 * 1024  # a frontmatter block longer than this is not metadata (OKF §4)
 
 _FENCE = re.compile(r"\A---[ \t]*\r?\n")
-_CLOSE = re.compile(r"^(?:---|\.\.\.)[ \t]*\r?$", re.M)
+_CLOSE = re.compile(r"^(?:---|\.\.\.)[ \t]*\r?$", re.MULTILINE)
 
 
 def split_frontmatter(text: str) -> tuple[str | None, str, int]:
@@ -145,7 +146,7 @@ def json_safe(value: Any, budget: list[int] | None = None) -> Any:
     if value is None or isinstance(value, (str, bool, int)):
         return value
     if isinstance(value, float):
-        return value if value == value and abs(value) != float("inf") else str(value)
+        return value if math.isfinite(value) else str(value)  # NaN and infinity are not JSON
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
     return str(value)

@@ -53,7 +53,7 @@ class WalkOptions:
     tie_ranks: dict[str, int] = field(default_factory=dict)
 
     @classmethod
-    def from_json(cls, text: str | None) -> "WalkOptions":
+    def from_json(cls, text: str | None) -> WalkOptions:
         """Options from SQL (`graph_expand(seeds, hops, options_json)`): checked, with hard caps, because
         anyone with a SQL editor can pass them."""
         try:
@@ -88,9 +88,7 @@ class WalkOptions:
         weight = KIND_WEIGHTS.get(kind, 1.0)
         table = {**INTENT_WEIGHTS.get(self.intent, {}), **self.predicate_weights.get(self.intent, {})}
         for pattern, factor in table.items():
-            if pattern == f"kind:{kind}" or (pattern == "kind:dated" and dated):
-                weight *= factor
-            elif not pattern.startswith("kind:") and re.search(pattern, predicate or "", re.I):
+            if pattern == f"kind:{kind}" or (pattern == "kind:dated" and dated) or not pattern.startswith("kind:") and re.search(pattern, predicate or "", re.IGNORECASE):
                 weight *= factor
         return weight
 
@@ -211,7 +209,7 @@ def graph_expand(conn: Any, seeds: list[str], options: WalkOptions) -> list[dict
                 if parent_score * factor > per_seed.get(seed, 0.0):
                     per_seed[seed] = parent_score * factor
             if best_of[parent] * factor > entry["best"]:
-                weight, predicate, kind, anchor = max(via_edges, key=lambda e: e[0])
+                _, predicate, kind, anchor = max(via_edges, key=lambda e: e[0])
                 entry.update(best=best_of[parent] * factor, via=parent, predicate=predicate, kind=kind, anchor=anchor)
         for child, entry in arriving.items():
             entry["score"] = sum(strength[child].values())

@@ -12,8 +12,17 @@ import click
 import llm
 from click_default_group import DefaultGroup
 
-from .answer import (REMOTE_TIMEOUT, OKF, AnswerError, cited, get_chat_model, local_context, parse_fragment_argument,
-                     prompt_parts, remote_context)
+from .answer import (
+    OKF,
+    REMOTE_TIMEOUT,
+    AnswerError,
+    cited,
+    get_chat_model,
+    local_context,
+    parse_fragment_argument,
+    prompt_parts,
+    remote_context,
+)
 from .embed import DEFAULT_ALIASES, EmbeddingError, OKFMiniLM
 from .fileback import FileBackError, file_back
 from .options import MODES, BadOption, ContextOptions
@@ -166,9 +175,9 @@ def register_commands(cli):
 
 def _log(response) -> None:
     """Log the exchange to llm's database, as `llm prompt` does (unless `llm logs off`)."""
+    import sqlite_utils
     from llm.cli import logs_db_path, logs_on
     from llm.migrations import migrate
-    import sqlite_utils
 
     if logs_on():
         db = sqlite_utils.Database(logs_db_path())

@@ -22,8 +22,8 @@ import fcntl
 import os
 import struct
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 LOCK_SUFFIX = ".lock"
 _DMS_BYTE = 128  # UNIX_SHM_DMS in SQLite's os_unix.c

@@ -15,11 +15,11 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
+from .access import configured_options, plugin_config, visible_databases
 from .embed import EmbeddingError
 from .graph import MAX_HOPS, WalkOptions, graph_expand
 from .lint import checks, run_lint
 from .notes import BadConceptId, check_id, read_concept, similar_ids
-from .access import configured_options, plugin_config, visible_databases
 from .options import BadOption
 from .retrieve import context_for as run_context_for
 from .schema import OutdatedDatabase

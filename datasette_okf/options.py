@@ -9,8 +9,9 @@ asked. A bad value is a BadOption naming the parameter.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping
+from typing import Any
 
 from .graph import check_predicate_weights
 

@@ -19,10 +19,11 @@ import os
 import shutil
 import time
 from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable, Iterable, TypeVar
+from typing import Any, TypeVar
 
 import sqlite_utils
 from sqlite_utils.utils import sqlite3  # pysqlite3 where installed, as sqlite-utils and Datasette use
@@ -33,8 +34,7 @@ from .chunks import embedding_text, split_into_chunks, text_hash
 from .derived import DerivedFileError, write_derived
 from .embed import canonical_id, dimensions, embed_texts, get_model
 from .locks import LOCK_SUFFIX, LockTimeout, build_lock, held_open
-from .schema import (FORMAT_VERSION, SIDE_FILES, bundles_of, connect, derived_paths, ensure_schema, file_kind,
-                     read_meta)
+from .schema import FORMAT_VERSION, SIDE_FILES, bundles_of, connect, derived_paths, ensure_schema, file_kind, read_meta
 
 T = TypeVar("T")
 
@@ -666,7 +666,7 @@ def _write_meta(db: sqlite_utils.Database, scanned: list[ScannedBundle], link_me
                 okf_versions: dict[str, str | None]) -> None:
     """Format, tool version, build time and, per bundle: its root, fingerprint, build time and the
     `okf_version` its root index.md declares (OKF §12; None for a plain vault)."""
-    now = datetime.now(timezone.utc).isoformat(timespec="microseconds")  # also a state stamp (hamming.py)
+    now = datetime.now(UTC).isoformat(timespec="microseconds")  # also a state stamp (hamming.py)
     bundles = bundles_of(read_meta(db.conn))
     for s in scanned:
         bundles[s.name] = {"path": str(s.root.resolve()), "fingerprint": _fingerprint(s, link_mentions),
@@ -694,7 +694,7 @@ def _previous_state(output: Path) -> dict:
             [meta.get("embedding_model") or ""],
         ).fetchone()[0]
         db.conn.close()
-    except Exception:  # unreadable or an older layout: rebuild it
+    except sqlite3.Error:  # unreadable or an older layout: rebuild it
         return {}
     if meta.get("format_version") != FORMAT_VERSION or meta.get("tool_version") != __version__:
         return {}

@@ -124,11 +124,11 @@ def _wrapper_blocks(folded: str) -> list[tuple[int, int]]:
     return [match.span() for match in _blocks(tuple(sorted(last_closing))).finditer(searched)]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _blocks(tags: tuple[int, ...]) -> re.Pattern[str]:
     """The wrapper block pattern for these tags (indexes into WRAPPER_TAGS)."""
     names = "|".join(re.escape(WRAPPER_TAGS[tag]) for tag in tags)
-    return re.compile(r"<(%s)(\s[^>]*)?>.*?</\1\s*>" % names, re.S)  # an opening tag runs on to the next ">"
+    return re.compile(r"<(%s)(\s[^>]*)?>.*?</\1\s*>" % names, re.DOTALL)  # an opening tag runs on to the next ">"
 
 
 def _spaced_out(text: str, spans: Iterable[tuple[int, int]]) -> str:

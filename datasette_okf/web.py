@@ -15,7 +15,7 @@ from urllib.parse import quote, urlencode
 
 from datasette.utils.asgi import Forbidden, Response
 
-from .access import PLUGIN, configured_options, okf_databases, visible_databases
+from .access import configured_options, okf_databases, visible_databases
 from .embed import EmbeddingError
 from .options import MODES, BadOption, ContextOptions
 from .retrieve import context_for
@@ -136,8 +136,8 @@ def neighbourhood_svg(result: dict[str, Any], size: int = 420) -> str:
         for i, node in enumerate(ring):
             angle = 2 * math.pi * i / max(len(ring), 1) - math.pi / 2
             position[node["id"]] = (centre + radius * math.cos(angle), centre + radius * math.sin(angle))
-    parts = [f'<svg class="okf-neighbourhood" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {size} {size}" '
-             f'width="{size}" height="{size}" role="img" aria-label="Neighbourhood the walk used">']
+    parts = [(f'<svg class="okf-neighbourhood" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {size} {size}" '
+              f'width="{size}" height="{size}" role="img" aria-label="Neighbourhood the walk used">')]
     for node in walked:
         via = node["why"]["from"]
         if via in position:

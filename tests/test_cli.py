@@ -9,7 +9,8 @@ import sys
 import pytest
 from click.testing import CliRunner
 from datasette.cli import cli
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from datasette_okf.schema import FORMAT_VERSION, file_kind
 
@@ -207,7 +208,7 @@ def test_two_builds_at_once_wait_for_each_other_and_keep_both_bundles(tmp_path, 
     waiting = second.stderr.readline()
     go.touch()  # let the first one finish
     first_err = first.communicate(timeout=120)[1]
-    second_out, second_err = second.communicate(timeout=120)
+    _second_out, second_err = second.communicate(timeout=120)
     assert "waiting for another build of" in waiting
     assert first.returncode == 0, first_err
     assert second.returncode == 0, second_err

@@ -8,8 +8,8 @@ from click.testing import CliRunner
 from datasette.cli import cli
 
 from datasette_okf.derived import trigger_keywords, write_derived
-from datasette_okf.schema import is_derived_timeline
 from datasette_okf.retrieve import connection
+from datasette_okf.schema import is_derived_timeline
 from datasette_okf.store import build
 
 from .conftest import EXAMPLES, write_bundle

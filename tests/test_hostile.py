@@ -75,7 +75,7 @@ def _issues(bundle) -> dict[str, list[str]]:
 
 
 def test_every_hostile_file_is_reported_and_nothing_outside_is_opened(hostile):
-    root, secret = hostile
+    root, _secret = hostile
     _opened.clear()
     _watching[0] = True
     try:
@@ -192,7 +192,7 @@ def test_the_frontmatter_reader_survives_yaml_shaped_noise(text):
 @settings(max_examples=200, deadline=None)
 @given(st.text(max_size=300))
 def test_splitting_a_file_never_raises(text):
-    yaml_text, body, line = split_frontmatter(text)
+    _yaml_text, body, line = split_frontmatter(text)
     assert body in text and line >= 1
 
 

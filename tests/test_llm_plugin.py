@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from llm.cli import cli as llm_cli
 
 from datasette_okf import context_for
-from datasette_okf.answer import SYSTEM_PROMPT, OKF, AnswerError, check_database, parse_fragment_argument
+from datasette_okf.answer import OKF, SYSTEM_PROMPT, AnswerError, check_database, parse_fragment_argument
 
 from .conftest import closed_port
 
@@ -393,10 +393,10 @@ def test_checking_a_wal_database_creates_no_files(campaign_db, tmp_path):
 
 
 @pytest.mark.parametrize("concept_id, answer", [
-    ("x" * 60_000, "error: id is 60,000 characters; concept ids are at most 4,096 characters, "
-                   "as context_for returns them, e.g. campaign/people/mira-vell"),
-    ("mira\0vell", "error: id contains a NUL character, which no concept id has; "
-                   "pass one as context_for returns them, e.g. campaign/people/mira-vell"),
+    ("x" * 60_000, ("error: id is 60,000 characters; concept ids are at most 4,096 characters, "
+                   "as context_for returns them, e.g. campaign/people/mira-vell")),
+    ("mira\0vell", ("error: id contains a NUL character, which no concept id has; "
+                   "pass one as context_for returns them, e.g. campaign/people/mira-vell")),
     ("%", "no concept with id '%'"),  # matched literally: not a wildcard that suggests every note
     ("_", "no concept with id '_'"),
     ("\\", "no concept with id '\\\\'"),

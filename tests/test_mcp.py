@@ -10,12 +10,12 @@ import pytest
 
 pytest.importorskip("datasette_mcp", reason="the [mcp] extra is not installed (make test installs it)")
 
-from mcp.client.session import ClientSession  # noqa: E402
-from mcp.client.streamable_http import streamable_http_client  # noqa: E402
+from mcp.client.session import ClientSession
+from mcp.client.streamable_http import streamable_http_client
 
-from datasette_okf import context_for  # noqa: E402
+from datasette_okf import context_for
 
-from .conftest import running_datasette  # noqa: E402
+from .conftest import running_datasette
 
 QUESTION = "Who does the Tinker work for?"
 CONFIGURED_BUDGET = 700  # the server's plugin configuration, which the MCP tool must apply as the JSON API does
@@ -52,11 +52,13 @@ def session_run(url: str, steps, token: str | None = None):
         import httpx2
 
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        async with httpx2.AsyncClient(headers=headers, timeout=60) as http:
-            async with streamable_http_client(url, http_client=http) as streams:
-                async with ClientSession(streams[0], streams[1]) as session:
-                    await session.initialize()
-                    return await steps(session)
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=60) as http,
+            streamable_http_client(url, http_client=http) as streams,
+            ClientSession(streams[0], streams[1]) as session,
+        ):
+            await session.initialize()
+            return await steps(session)
 
     return asyncio.run(go())
 

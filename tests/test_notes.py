@@ -23,10 +23,10 @@ def test_check_id_accepts_any_id_a_note_can_have(concept_id):
 
 
 @pytest.mark.parametrize("concept_id, message", [
-    ("x" * 60_000, "id is 60,000 characters; concept ids are at most 4,096 characters, "
-                   "as context_for returns them, e.g. campaign/people/mira-vell"),
-    ("mira\0vell", "id contains a NUL character, which no concept id has; "
-                   "pass one as context_for returns them, e.g. campaign/people/mira-vell"),
+    ("x" * 60_000, ("id is 60,000 characters; concept ids are at most 4,096 characters, "
+                   "as context_for returns them, e.g. campaign/people/mira-vell")),
+    ("mira\0vell", ("id contains a NUL character, which no concept id has; "
+                   "pass one as context_for returns them, e.g. campaign/people/mira-vell")),
     ("", "id is empty; pass a concept id as context_for returns them, e.g. campaign/people/mira-vell"),
     (" \n", "id is empty; pass a concept id as context_for returns them, e.g. campaign/people/mira-vell"),
 ])

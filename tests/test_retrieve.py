@@ -8,7 +8,8 @@ from datasette.cli import cli
 
 from datasette_okf import context_for
 from datasette_okf.evaluate import evaluate, load_golden
-from datasette_okf.retrieve import MODES, classify_intent, connection
+from datasette_okf.options import MODES
+from datasette_okf.retrieve import classify_intent, connection
 
 from .conftest import ROOT
 

@@ -13,7 +13,7 @@ import json
 import shutil
 import struct
 import time
-from typing import Callable
+from collections.abc import Callable
 from urllib.parse import quote
 
 import pytest

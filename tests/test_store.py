@@ -190,8 +190,9 @@ def _link_tables(path) -> dict[str, list]:
 def test_an_incremental_build_equals_a_build_from_scratch(tmp_path, mentions):
     """Unchanged files reuse last build's link resolutions; after each kind of change the
     incremental file must hold exactly what a fresh build of the same folder holds."""
-    from .conftest import VAULT
     import shutil
+
+    from .conftest import VAULT
 
     vault = tmp_path / "vault"
     shutil.copytree(VAULT, vault)
@@ -377,9 +378,9 @@ def test_files_are_left_in_wal_mode_self_contained_and_never_replaced_under_a_re
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("out.db")) == ["out.db"]
     assert db_path.read_bytes()[18:20] == b"\x02\x02"  # the file header says write-ahead log
     reader = subprocess.Popen(  # another process with the file open, as a running Datasette has
-        [sys.executable, "-c", "import sqlite3, sys\n"
+        [sys.executable, "-c", ("import sqlite3, sys\n"
          f"c = sqlite3.connect('file:{db_path}?mode=ro', uri=True)\n"
-         "print(c.execute('select count(*) from concepts').fetchone()[0], flush=True)\nsys.stdin.read()"],
+         "print(c.execute('select count(*) from concepts').fetchone()[0], flush=True)\nsys.stdin.read()")],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert reader.stdout.readline().strip() == "3"
     try:
@@ -469,9 +470,9 @@ def reading_process(db_path):
     """Another process with `db_path` open read-only, as a running Datasette has it (a connection in this
     process would not do: it may use another copy of SQLite, whose locks this process's do not see)."""
     reader = subprocess.Popen(
-        [sys.executable, "-c", "import sqlite3, sys\n"
+        [sys.executable, "-c", ("import sqlite3, sys\n"
          f"c = sqlite3.connect('file:{db_path}?mode=ro', uri=True)\n"
-         "print(c.execute('select count(*) from concepts').fetchone()[0], flush=True)\nsys.stdin.read()"],
+         "print(c.execute('select count(*) from concepts').fetchone()[0], flush=True)\nsys.stdin.read()")],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert reader.stdout.readline().strip().isdigit()
     try:

@@ -162,10 +162,10 @@ def test_control_characters_become_spaces_in_the_question(tmp_path, fake_llm):
 
 # Wrapper stripping and keyword matching keep today's results, in linear time.
 
-OLD_WRAPPERS = re.compile(r"<(%s)(\s[^>]*)?>.*?</\1\s*>" % "|".join(map(re.escape, WRAPPER_TAGS)), re.S | re.I)
+OLD_WRAPPERS = re.compile(r"<(%s)(\s[^>]*)?>.*?</\1\s*>" % "|".join(map(re.escape, WRAPPER_TAGS)), re.DOTALL | re.IGNORECASE)
 OLD_TIMEZONES = re.compile(
     r"\b(?:Africa|America|Antarctica|Asia|Atlantic|Australia|Europe|Indian|Pacific|Etc)/[A-Za-z_+\-]+(?:/[A-Za-z_\-]+)?"
-    r"|\b(?:UTC|GMT)\s*[+\-]\d{1,2}(?::?\d{2})?\b|\btime ?zone\s*[:=]\s*\S+", re.I)
+    r"|\b(?:UTC|GMT)\s*[+\-]\d{1,2}(?::?\d{2})?\b|\btime ?zone\s*[:=]\s*\S+", re.IGNORECASE)
 
 
 def old_strip_wrappers(text: str) -> str:
