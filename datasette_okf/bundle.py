@@ -378,10 +378,6 @@ class _Document:
         at = self.frontmatter_text.find(needle)
         return None if at < 0 else self.frontmatter_text.count("\n", 0, at) + 2
 
-    @property
-    def reserved(self) -> bool:
-        return self.name in RESERVED
-
 
 def _id_key(path: str) -> str:
     """A path as a case-insensitive, normalisation-insensitive file system compares it."""

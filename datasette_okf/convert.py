@@ -42,7 +42,7 @@ DEFAULT_TYPES = {
     "lore": "Lore", "spells": "Spell", "encounters": "Encounter", "religions": "Religion",
 }
 FALLBACK_TYPE = "Note"
-RESERVED = {"index.md": "index-note.md", "log.md": "log-note.md"}
+RESERVED_RENAMES = {"index.md": "index-note.md", "log.md": "log-note.md"}  # OKF §3.1 names, and what a note so named becomes
 
 
 @dataclass
@@ -164,7 +164,7 @@ def convert(
         Problem(i.file, i.line, i.target, i.problem, i.candidates) for i in bundle.link_issues
         if i.problem in ("dead", "ambiguous", "missing-file")
     ]
-    renamed = {f.path: _renamed(f.path, index.files) for f in scanned.files if posixpath.basename(f.path).lower() in RESERVED}
+    renamed = {f.path: _renamed(f.path, index.files) for f in scanned.files if posixpath.basename(f.path).lower() in RESERVED_RENAMES}
     report.renamed = renamed
     moved = lambda path: renamed.get(path, path)
     path_of = {c.id: c.path for c in bundle.concepts}
@@ -230,7 +230,7 @@ def convert(
 
 def _renamed(path: str, existing: set[str]) -> str:
     folder, name = posixpath.split(path)
-    base = RESERVED[name.lower()][:-3]
+    base = RESERVED_RENAMES[name.lower()][:-3]
     candidate, n = posixpath.join(folder, base + ".md"), 2
     while candidate in existing:
         candidate, n = posixpath.join(folder, f"{base}-{n}.md"), n + 1
