@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import itertools
 import json
 import os
 import posixpath
@@ -29,7 +30,7 @@ from .markdown import decode, headings, is_binary, mask_code, slug
 from .schema import MAX_FILE_BYTES, TIMELINE, is_derived_timeline
 from .titles import TitleIndex, words
 
-PARSER_VERSION = "3"  # bump when parsing changes, so unchanged files are re-read
+PARSER_VERSION = "4"  # bump when parsing changes, so unchanged files are re-read
 RESERVED = {"index.md", "log.md"}  # OKF §3.1
 
 # Path-valued frontmatter fields (OKF §6.2): (key, nested key or None).
@@ -328,9 +329,50 @@ def parse_bundle(
         _link(bundle, index, index_key, doc, concept)
 
     _derive_superseded_by(bundle)
+    bundle.edges.extend(sequence_edges(bundle.concepts))
     if link_mentions:
         bundle.edges.extend(mention_edges(bundle.concepts, bundle.edges))
     return bundle
+
+
+_ISO_DAY = re.compile(r"(?<!\d)\d{4}-\d{2}-\d{2}(?!\d)")
+_NUMBER = re.compile(r"(?:(?<=^)|(?<=\s))-\d+|\d+")  # a leading minus only at the start or after a space: -33, not X-1
+SERIES_MIN = 3
+
+
+def sequence_edges(concepts: list[Concept]) -> list[Edge]:
+    """`next` edges (kind `sequence`) along the series of a bundle: notes in one folder whose names carry a date
+    or a number that orders them — session logs, chapters, daily notes, years. A time question can then fill
+    the gap between two sessions it found (docs/design.md §5.8).
+
+    In a folder, the series key is the ISO date in each name, else the first number that differs between the
+    names ("Campaign 3 - Session 08 - …": the session, not the campaign). At least SERIES_MIN notes, and half
+    the folder, must carry it."""
+    by_folder: dict[str, list[Concept]] = {}
+    for concept in concepts:
+        if not concept.is_index:
+            by_folder.setdefault(posixpath.dirname(concept.path), []).append(concept)
+    edges = []
+    for members in by_folder.values():
+        keyed = _series(members)
+        if len(keyed) >= max(SERIES_MIN, len(members) / 2):
+            ordered = [concept for _, concept in sorted(keyed, key=lambda pair: (pair[0], pair[1].path))]
+            edges += [Edge(a.id, b.id, "next", "sequence") for a, b in itertools.pairwise(ordered)]
+    return edges
+
+
+def _series(members: list[Concept]) -> list[tuple[Any, Concept]]:
+    """(key, concept) for the members of a folder that carry the folder's series key."""
+    stems = {c.id: posixpath.splitext(posixpath.basename(c.path))[0] for c in members}
+    days = {c.id: _ISO_DAY.findall(stems[c.id]) for c in members}
+    if sum(bool(found) for found in days.values()) >= len(members) / 2:
+        return [(days[c.id][0], c) for c in members if days[c.id]]
+    numbers = {c.id: [int(n) for n in _NUMBER.findall(stems[c.id])] for c in members}
+    for position in range(max(map(len, numbers.values()), default=0)):
+        values = {found[position] for found in numbers.values() if len(found) > position}
+        if len(values) > 1:
+            return [(numbers[c.id][position], c) for c in members if len(numbers[c.id]) > position]
+    return []
 
 
 def mention_edges(concepts: list[Concept], edges: list[Edge]) -> list[Edge]:

@@ -11,7 +11,7 @@ import click
 import yaml
 
 from .embed import DEFAULT_MODEL, EmbeddingError
-from .evaluate import as_table, load_golden
+from .evaluate import as_table, load_golden, misses
 from .evaluate import evaluate as run_evaluation
 from .lint import run_lint
 from .options import MODES, BadOption, ContextOptions
@@ -173,7 +173,9 @@ def context(database: Path, question: str, as_json: bool, mode: str, k: int, bud
 @click.argument("golden", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--modes", default="hybrid,vector:5,vector:10,vector:15,graph-walk", show_default=True)
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "markdown"]), default="table", show_default=True)
-def evaluate(database: Path, golden: Path, modes: str, fmt: str):
+@click.option("--by-question", is_flag=True,
+              help="Also list every miss: the notes that came instead, and why each came")
+def evaluate(database: Path, golden: Path, modes: str, fmt: str, by_question: bool):
     """Run GOLDEN questions against DATABASE in several modes, side by side.
 
     GOLDEN is a JSON list of {id, tier: lookup|synthesis|temporal|out, question,
@@ -185,6 +187,8 @@ def evaluate(database: Path, golden: Path, modes: str, fmt: str):
         click.echo(json.dumps(report, indent=2))
     else:
         click.echo(as_table(report, markdown=fmt == "markdown"))
+        if by_question:
+            click.echo("\n" + misses(report))
 
 
 @okf.command()

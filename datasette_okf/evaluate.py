@@ -54,6 +54,10 @@ def evaluate(db: Any, golden: list[dict[str, Any]], modes: list[str], **options:
                 "rejected": not result["confident"],
                 "ms": result["timings_ms"]["total"],
                 "missed": [r for r in required if r not in found],
+                "tier": q["tier"],
+                "question": q["question"],
+                "got": [{"id": n["id"], "via": n["via"]} for n in nodes],
+                "reason": result["reason"],
             })
         report["modes"][spec] = {tier: _summary(tier, rows) for tier, rows in per_tier.items()}
         report["modes"][spec]["all"] = _summary("all", [r for rows in per_tier.values() for r in rows])
@@ -76,6 +80,28 @@ def _summary(tier: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def _mean(values: list[float]) -> float | None:
     return round(sum(values) / len(values), 3) if values else None
+
+
+def misses(report: dict[str, Any]) -> str:
+    """Every miss, mode by mode: a required note not in the context (with the notes that came instead, and why
+    each came), a question wrongly rejected, or an out-of-bundle question answered."""
+    lines = []
+    for spec, tiers in report["modes"].items():
+        wrong = [r for r in tiers["per_question"].values()
+                 if r["missed"] or (r["tier"] == "out") != r["rejected"]]
+        lines.append(f"## {spec}: {len(wrong)} of {len(tiers['per_question'])} questions missed")
+        for r in wrong:
+            lines.append(f"\n{r['id']} ({r['tier']}): {r['question']}")
+            if r["rejected"]:
+                lines.append(f"  rejected: {r['reason']}")
+            elif r["tier"] == "out":
+                lines.append(f"  answered, though the bundle does not hold the answer ({r['reason']})")
+            for path in r["missed"]:
+                lines.append(f"  missed: {path}")
+            for node in r["got"]:
+                lines.append(f"  got: {node['id']} — {node['via']}")
+        lines.append("")
+    return "\n".join(lines)
 
 
 def as_table(report: dict[str, Any], markdown: bool = False) -> str:

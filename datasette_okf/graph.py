@@ -23,7 +23,7 @@ from typing import Any
 TRUST = {"human-reviewed": 1.0, "machine-confirmed": 0.8, "unverified": 0.6}
 KIND_WEIGHTS = {
     "relation": 1.0, "link": 1.0, "wikilink": 1.0, "property": 0.9,
-    "mention": 0.7, "embed": 0.6, "supersedes": 0.5,
+    "mention": 0.7, "embed": 0.6, "supersedes": 0.5, "sequence": 0.8,
 }
 # Intent modifiers: (predicate or kind pattern, factor). Configurable per call.
 INTENT_WEIGHTS: dict[str, dict[str, float]] = {
@@ -171,7 +171,8 @@ select id, coalesce(degree, 0) from concepts where id in (select value from json
 
 
 def graph_expand(conn: Any, seeds: list[str], options: WalkOptions) -> list[dict[str, Any]]:
-    """Nodes reached from `seeds`, best first: {id, hop, via, predicate, anchor, score, degree}."""
+    """Nodes reached from `seeds`, best first: {id, hop, via, predicate, kind, anchor, score, degree, reached_from};
+    `reached_from` lists the seeds with a path to the node, strongest path first."""
     # strength[node][seed]: the best path score from that seed; a node's score sums over seeds
     strength: dict[str, dict[str, float]] = {seed: {seed: 1.0} for seed in seeds}
     reached: dict[str, dict[str, Any]] = {}
@@ -213,6 +214,7 @@ def graph_expand(conn: Any, seeds: list[str], options: WalkOptions) -> list[dict
                 entry.update(best=best_of[parent] * factor, via=parent, predicate=predicate, kind=kind, anchor=anchor)
         for child, entry in arriving.items():
             entry["score"] = sum(strength[child].values())
+            entry["reached_from"] = sorted(strength[child], key=lambda seed: (-strength[child][seed], seed))
             if not children[child][0] and entry["degree"] < options.hub_degree:
                 reached[child] = entry
         visited |= set(arriving)
@@ -228,7 +230,7 @@ def graph_expand(conn: Any, seeds: list[str], options: WalkOptions) -> list[dict
     if options.cap is not None:
         ranked = ranked[: options.cap]
     return [
-        {k: e.get(k) for k in ("id", "hop", "via", "predicate", "kind", "anchor", "score", "degree")}
+        {k: e.get(k) for k in ("id", "hop", "via", "predicate", "kind", "anchor", "score", "degree", "reached_from")}
         for e in ranked
     ]
 

@@ -36,11 +36,10 @@ from .render import (
 )
 from .schema import check_format, stored_model
 from .sqlfunctions import prepare_connection
-from .titles import MAX_QUESTION, coverage
+from .titles import MAX_QUESTION, coverage, words
 
 T = TypeVar("T")
 RRF_K = 60
-GRAPH_WEIGHT = 0.5
 # Cosine similarity above which a vector hit alone makes the answer confident.
 VECTOR_THRESHOLDS = {"okf-minilm-l6-int8": 0.48}
 DEFAULT_VECTOR_THRESHOLD = 0.55
@@ -85,7 +84,68 @@ join concepts on concepts.id = chunks.concept_id and not concepts.is_index
 group by chunks.concept_id
 order by rank limit :k"""
 LISTS = {"title": (TITLE_SQL, 2.0), "fts": (FTS_SQL, 1.0), "vector": (VECTOR_SQL, 1.0)}
-WALK_SQL = "select value from json_each(graph_expand(:seeds, :hops, :walk_options))"
+# The walk reads the question (docs/design.md §5): graph_expand finds up to WALK_POOL notes around the seeds by
+# structure alone; each is then scored by how well it answers the rest of the question (the question without the
+# names the seeds matched): its best chunk's similarity, its BM25 among the notes found, and the walk's own
+# (intent-weighted, damped) score; and the slots go round the seeds in rank order, so the best seed's best
+# neighbour is never crowded out by a weak seed's hub neighbours.
+WALK_POOL = 200
+WALK_SHARE = 0.5  # a walked note's priority: its seed's, halved for each better note walked from that seed
+WALK_WEIGHTS = {"similarity": 1.0, "lexical": 0.6, "structure": 0.1, "predicate": 0.5}
+WALK_SIMILARITY = """,
+similarity as (
+  select chunks.concept_id as id,
+    max(1 - vec_distance_cosine(chunk_floats.embedding, (select okf_embed(:rest)))) as similarity
+  from chunks join chunk_floats on chunk_floats.id = chunks.id
+  where chunks.concept_id in (select id from arrivals)
+  group by chunks.concept_id
+)"""
+WALK_SQL = """with arrivals as (
+  select json_extract(value, '$.id') as id, json_extract(value, '$.score') as structure, value as arrival,
+    okf_coverage(replace(replace(json_extract(value, '$.predicate'), '_', ' '), '-', ' '), :question) as predicate
+  from json_each(graph_expand(:seeds, :hops, :walk_options))
+){similarity},
+lexical as (
+  select concepts.id, matches.bm25
+  from (select rowid, bm25(concepts_fts, 4.0, 4.0, 2.0, 2.0, 1.0) as bm25 from concepts_fts
+        where concepts_fts match okf_fts_query(:rest) limit -1) as matches
+  join concepts on concepts.rowid = matches.rowid
+  where concepts.id in (select id from arrivals)
+),
+scored as (
+  select arrivals.id, arrivals.arrival, {similarity_value} as similarity,
+    :similarity_weight * {similarity_value}
+    + :lexical_weight * coalesce(lexical.bm25 / (select min(bm25) from lexical), 0)
+    + :structure_weight * arrivals.structure / (select max(structure) from arrivals)
+    + :predicate_weight * arrivals.predicate as score
+  from arrivals left join lexical on lexical.id = arrivals.id{join}
+),
+bridged as (  -- a note two hops out is worth no more than the note it is reached through: paths, not points
+  select scored.id, scored.arrival, scored.similarity, min(scored.score, coalesce(parent.score, scored.score)) as score
+  from scored left join scored as parent on parent.id = json_extract(scored.arrival, '$.via')
+),
+ranked as (  -- each seed's arrivals, best first
+  select bridged.*, reached.value as seed,
+    row_number() over (partition by reached.value order by bridged.score desc, bridged.id) as nth
+  from bridged join json_each(bridged.arrival, '$.reached_from') as reached
+),
+placed as (  -- a note reached from several seeds takes its best place: the n-th of a seed as strong as rrf
+  select ranked.*, nth / strength.value as place,
+    row_number() over (partition by ranked.id order by nth / strength.value, ranked.seed) as best
+  from ranked join json_each(:seed_strengths) as strength on strength.key = ranked.seed
+)
+select arrival, seed, similarity, round(score, 6) as score, nth from placed
+where best = 1
+order by place, score desc, id
+limit :cap"""
+
+
+def _walk_sql(vectors: bool) -> str:
+    """The walk statement; without vectors the walk's own score alone orders the notes."""
+    if vectors:
+        return WALK_SQL.format(similarity=WALK_SIMILARITY, similarity_value="coalesce(similarity.similarity, 0)",
+                               join="\n  left join similarity on similarity.id = arrivals.id")
+    return WALK_SQL.format(similarity="", similarity_value="0", join="")
 FACTS_SQL = """select edges.src, edges.predicate, edges.dst, edges.object_literal, edges.date, edges.source_id
 from edges where edges.kind = 'relation' and edges.src in (select value from json_each(:nodes))
 order by edges.src, edges.date, edges.id"""
@@ -201,6 +261,10 @@ class Arrival:
     anchor: str | None
     score: float
     degree: int
+    reached_from: list[str]  # the seeds with a path to it, strongest path first
+    seed: str  # the one it was walked from: where it ranks best, for that seed's strength
+    similarity: float | None = None  # of the note's best chunk to the question
+    nth: int = 1  # its place among the notes walked from the same seed
 
 
 @dataclass
@@ -227,6 +291,8 @@ class Node:
         why = self.why
         if why["kind"] == "hop":
             return f"hop {why['hop']} via {why['from']} ({why['predicate']})"
+        if why["kind"] == "series":
+            return "series: " + ", ".join(f"{side} {why[side]}" for side in ("after", "before") if why[side])
         text = "seed: " + "+".join(name for name, rank in why["ranks"].items() if rank)
         return text + (f" (resolved from superseded {why['resolved_from']})" if why.get("resolved_from") else "")
 
@@ -260,7 +326,9 @@ def context_for(db: Any, question: str, options: ContextOptions | None = None, *
     if query.rules.walk_hops is not None and seeds and confident:  # not confident: nothing is returned
         walked = _timed(query, "walk", walk, query, seeds, fused)
     tick = time.perf_counter()
-    nodes = offer(query, seeds, walked, fused)
+    nodes = offer(query, seeds, walked)
+    if confident and nodes:
+        nodes += _timed(query, "series", series, query, nodes)
     facts = find_facts(query, nodes, run=confident)
     picked, blocks, facts = fill_budget(question, nodes, _chunks(query.conn, [n.id for n in nodes], fused), facts,
                                         options.budget)
@@ -353,38 +421,114 @@ def walk(query: Query, seeds: list[Seed], fused: list[dict[str, Any]]) -> list[A
     # a fused note the vector list did not rank still ties before notes no list found
     tie_ranks = {row["id"]: row.get("vector_rank") or 10**6 for row in fused}
     walk_options = {
-        "cap": options.cap if options.cap is not None else len(seeds),
+        "cap": WALK_POOL,
         "intent": query.intent,
         "superseded_multiplier": 1.0 if query.historical else WalkOptions.superseded_multiplier,
         "predicate_weights": options.predicate_weights,
         "tie_ranks": tie_ranks,
     }
     params = {"seeds": json.dumps([s.id for s in seeds]), "hops": query.rules.walk_hops(options),
-              "walk_options": json.dumps(walk_options)}
-    seen = {s.id for s in seeds}
-    walked = [Arrival(**json.loads(row["value"])) for row in query.run("walk", WALK_SQL, params)]
-    walked = [w for w in walked if w.id not in seen]
+              "walk_options": json.dumps(walk_options), "rest": _rest_of(query.question, seeds, query),
+              "question": query.question,
+              **{f"{name}_weight": weight for name, weight in WALK_WEIGHTS.items()},
+              "seed_strengths": json.dumps({s.id: s.rrf for s in seeds}),
+              "cap": options.cap if options.cap is not None else len(seeds)}
+    rows = query.run("walk", _walk_sql(query.vectors == "used"), params)
+    walked = [Arrival(**{**json.loads(row["arrival"]), "seed": row["seed"]}, similarity=row["similarity"],
+                      nth=row["nth"]) for row in rows]
     query.know([w.id for w in walked])
     return walked
 
 
-def offer(query: Query, seeds: list[Seed], walked: list[Arrival], fused: list[dict[str, Any]]) -> list[Node]:
-    """Seeds in fused order, then what the walk added: its list joins the fusion at GRAPH_WEIGHT, below the
-    seeds, so it adds notes and never reorders them."""
-    now = query.options.today or datetime.now(UTC).isoformat()
-    fused_rrf = {row["id"]: row["rrf"] for row in fused}
+def _rest_of(question: str, seeds: list[Seed], query: Query) -> str:
+    """The question without the names of the seeds it named: what the walk still has to find."""
+    names = [query.concepts[s.id]["title"] for s in seeds if s.ranks.get("title")]
+    rest = question
+    for name in sorted(names, key=len, reverse=True):  # as titles are matched: word for word, whatever between
+        name_words = words(name)
+        if name_words:
+            pattern = r"\W+".join(re.escape(word) for word in name_words)
+            rest = re.sub(rf"(?<!\w){pattern}(?!\w)", " ", rest, flags=re.IGNORECASE)
+    return rest if rest.strip() else question
+
+
+def offer(query: Query, seeds: list[Seed], walked: list[Arrival]) -> list[Node]:
+    """Seeds with their fused score, and what the walk added with its seed's score halved for each better note
+    walked from that seed (WALK_SHARE): the strongest seed's best neighbour comes before a weak seed."""
     nodes = [Node(query.concepts[s.id], s.rrf, {"kind": "seed", "ranks": s.ranks, "resolved_from": s.resolved_from})
              for s in seeds]
+    strength = {s.id: s.rrf for s in seeds}
     nodes += [
-        Node(query.concepts[w.id], round(GRAPH_WEIGHT / (RRF_K + rank) + fused_rrf.get(w.id, 0.0), 6),
-             {"kind": "hop", "hop": w.hop, "from": w.via, "predicate": w.predicate, "edge_kind": w.kind},
+        Node(query.concepts[w.id], round(strength[w.seed] * WALK_SHARE ** w.nth, 6),
+             {"kind": "hop", "hop": w.hop, "from": w.via, "predicate": w.predicate, "edge_kind": w.kind,
+              "seed": w.seed, "similarity": None if w.similarity is None else round(w.similarity, 4)},
              anchor=w.anchor)
-        for rank, w in enumerate(walked, start=1)
+        for w in walked
     ]
+    return _marked_stale(query, nodes)
+
+
+def _marked_stale(query: Query, nodes: list[Node]) -> list[Node]:
+    """Each node flagged when its `stale_after` has passed (at `today`, default now)."""
+    now = query.options.today or datetime.now(UTC).isoformat()
     for node in nodes:
         stale_after = node.concept.get("stale_after")
         node.stale = bool(stale_after) and now >= stale_after
     return nodes
+
+
+SERIES_SQL = """with recursive members(id) as (select value from json_each(:nodes)),
+forward(start, id, steps, path) as (
+  select members.id, edges.dst, 1, json_array(edges.dst)
+  from members join edges on edges.src = members.id and edges.kind = 'sequence'
+  union all
+  select forward.start, edges.dst, forward.steps + 1, json_insert(forward.path, '$[#]', edges.dst)
+  from forward join edges on edges.src = forward.id and edges.kind = 'sequence'
+  where forward.steps < :max_gap and forward.id not in (select id from members)
+),
+gaps as (
+  select distinct path.value as id, forward.start as after, forward.id as before
+  from forward join json_each(forward.path) as path
+  where forward.id in (select id from members) and path.value not in (select id from members)
+),
+ends as (
+  select edges.src as id, null as after, edges.dst as before from edges
+  where edges.kind = 'sequence' and edges.dst in (select id from members)
+    and edges.src not in (select id from members) and edges.src not in (select id from gaps)
+  union
+  select edges.dst, edges.src, null from edges
+  where edges.kind = 'sequence' and edges.src in (select id from members)
+    and edges.dst not in (select id from members) and edges.dst not in (select id from gaps)
+)
+select id, after, before, 'gap' as role from gaps
+union all
+select id, after, before, 'end' from ends where :ends
+order by role desc, id"""
+SERIES_GAP = 3  # at most this many notes filled in between two members of one series
+# A question about how things went, in what order: then the notes just before and after a series' stretch come too.
+_SEQUENCE_QUESTION = re.compile(
+    r"\b(how did|how has|how have|unfold\w*|play(ed)? out|develop\w*|progress\w*|evolv\w*|across|over sessions|"
+    r"from .{1,60}? to|next|afterwards?|then|later|earlier|before|timeline|chronolog\w*|in what order|sequence)\b",
+    re.IGNORECASE)
+
+
+def series(query: Query, nodes: list[Node]) -> list[Node]:
+    """3b. Time-aware series: the notes between two members of a series (session 6 and 9 found: 7 and 8 too), and,
+    when the question asks how things unfolded, the notes just before and after. One recursive statement over
+    the build's `sequence` edges."""
+    score = {n.id: n.score for n in nodes}
+    params = {"nodes": json.dumps(list(score)), "max_gap": SERIES_GAP + 1,
+              "ends": int(bool(_SEQUENCE_QUESTION.search(query.question)))}
+    rows = query.run("series", SERIES_SQL, params)
+    added: dict[str, Node] = {}
+    for row in rows:
+        if row["id"] in added:
+            continue
+        neighbours = [score[i] for i in (row["after"], row["before"]) if i in score]
+        query.know([row["id"]])
+        added[row["id"]] = Node(query.concepts[row["id"]], round(min(neighbours) * WALK_SHARE, 6),
+                                {"kind": "series", "role": row["role"], "after": row["after"], "before": row["before"]})
+    return _marked_stale(query, list(added.values()))
 
 
 def find_facts(query: Query, nodes: list[Node], run: bool) -> list[dict[str, Any]]:
@@ -538,16 +682,14 @@ def fill_budget(question: str, nodes: list[Node], chunks: dict[str, list[dict[st
     """5. Nodes in order while the budget lasts, each with its facts and its best chunk; then more of the seeds'
     chunks. Everything rendered counts: headers, facts, chunks. At equal walk score a non-stale node goes
     first, then the more trusted one."""
-    seeds = [n for n in nodes if n.is_seed]
-    walked = sorted((n for n in nodes if not n.is_seed),
-                    key=lambda n: (-n.score, n.stale, TRUST_ORDER.get(n.concept["trust"], 3)))
+    ordered = sorted(nodes, key=lambda n: (-n.score, not n.is_seed, n.stale, TRUST_ORDER.get(n.concept["trust"], 3)))
     titles = {n.id: n.concept["title"] for n in nodes}
     facts_of: dict[str, list[dict[str, Any]]] = {}
     for fact in facts:
         facts_of.setdefault(fact["subject_id"], []).append(fact)
     used = estimate_tokens(context_text(question, ["-"], ["-"]))
     picked, parts, kept_facts, rest = [], {}, [], {}
-    for node in seeds + walked:
+    for node in ordered:
         pieces = chunks.get(node.id, [])
         if node.anchor:  # an anchored link arrives at its section
             pieces = sorted(pieces, key=lambda c: slug(c.get("heading") or "") != slug(node.anchor))

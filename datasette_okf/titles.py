@@ -72,14 +72,18 @@ class TitleIndex:
         self.by_tokens: dict[tuple[str, ...], set[str]] = defaultdict(set)
         for concept_id, name in names:
             tokens = tuple(words(name))
-            if tokens and not all(t in STOPWORDS for t in tokens):
+            if tokens and not all(t in STOPWORDS for t in tokens) and not _weak(tokens):
                 self.by_tokens[tokens].add(concept_id)
         self.lengths: dict[str, set[int]] = defaultdict(set)  # first token -> name lengths
         for tokens in self.by_tokens:
             self.lengths[tokens[0]].add(len(tokens))
 
     def find(self, text: str, skip: set[tuple[str, ...]] | None = None) -> list[tuple[str, str]]:
-        """(concept id, matched name) for every name in `text`, longest names first, each id once."""
+        """(concept id, matched name) for every name in `text`, longest names first, each id once.
+
+        A weak name — only numbers, or one character — is never matched: in a question it is nearly always
+        part of something else ("Group 1's notes", "sessions 6 to 8" name no note called "1" or "8"). Such
+        notes still come by their words and their meaning (BM25, vectors)."""
         tokens = words(text)
         hits: list[tuple[int, int, str, str]] = []
         for start, token in enumerate(tokens):
@@ -96,3 +100,8 @@ class TitleIndex:
                 seen.add(concept_id)
                 found.append((concept_id, name))
         return found
+
+
+def _weak(tokens: tuple[str, ...]) -> bool:
+    """A name too short or too plain to be told apart from ordinary text by its words alone."""
+    return all(token.isdigit() for token in tokens) or sum(map(len, tokens)) == 1

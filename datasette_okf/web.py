@@ -129,7 +129,7 @@ def neighbourhood_svg(result: dict[str, Any], size: int = 420) -> str:
     if not nodes:
         return ""
     seeds = [n for n in nodes if n["why"]["kind"] == "seed"]
-    walked = [n for n in nodes if n["why"]["kind"] == "hop"]
+    walked = [n for n in nodes if n["why"]["kind"] != "seed"]  # by the walk, or filling in a series
     centre = size / 2
     position: dict[str, tuple[float, float]] = {}
     for ring, radius in ((seeds, size * 0.2 if len(seeds) > 1 else 0), (walked, size * 0.4)):
@@ -139,7 +139,7 @@ def neighbourhood_svg(result: dict[str, Any], size: int = 420) -> str:
     parts = [(f'<svg class="okf-neighbourhood" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {size} {size}" '
               f'width="{size}" height="{size}" role="img" aria-label="Neighbourhood the walk used">')]
     for node in walked:
-        via = node["why"]["from"]
+        via = node["why"].get("from") or node["why"].get("after") or node["why"].get("before")
         if via in position:
             (x1, y1), (x2, y2) = position[via], position[node["id"]]
             parts.append(f'<line x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}" stroke="#999" stroke-width="1.5"/>')

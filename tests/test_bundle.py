@@ -254,3 +254,26 @@ def test_a_broken_utf16_file_is_a_warning_and_the_rest_is_read(tmp_path):
     bundle = read(root)
     assert sorted(c.id for c in bundle.concepts) == ["b/bad", "b/ok"]
     assert any(i.file == "bad.md" and "invalid byte 0x41 at offset 2" in i.message for i in bundle.build_issues)
+
+
+def test_notes_numbered_or_dated_in_one_folder_form_a_series(tmp_path):
+    """`next` edges (kind sequence) along session logs, daily notes and years, ordered by the number that differs."""
+    note = "---\ntype: Note\n---\ntext\n"
+    root = write_bundle(tmp_path / "kb", {
+        "sessions/Campaign 3 - Session 10 - Glyphs.md": note,  # 10 after 9: numbers, not text, order them
+        "sessions/Campaign 3 - Session 09 - Memory.md": note,
+        "sessions/Campaign 3 - Session 08 - Bonds.md": note,
+        "sessions/Notes on the campaign.md": note,  # carries no number: not in the series
+        "daily/2026-03-02.md": note, "daily/2026-02-28.md": note, "daily/2026-03-01.md": note,
+        "years/-33.md": note, "years/212.md": note, "years/8.md": note, "years/-1.md": note,
+        "pair/Part 1.md": note, "pair/Part 2.md": note,  # too few to be a series
+        "people/Agent 47.md": note, "people/Mira.md": note, "people/Orrin.md": note, "people/Ilse.md": note,
+    })
+    edges = [(e.src.split("/", 2)[2], e.dst.split("/", 2)[2]) for e in parse_bundle(scan_bundle(root)).edges
+             if e.kind == "sequence" and e.predicate == "next"]
+    assert sorted(edges) == sorted([
+        ("Campaign 3 - Session 08 - Bonds", "Campaign 3 - Session 09 - Memory"),
+        ("Campaign 3 - Session 09 - Memory", "Campaign 3 - Session 10 - Glyphs"),
+        ("2026-02-28", "2026-03-01"), ("2026-03-01", "2026-03-02"),
+        ("-33", "-1"), ("-1", "8"), ("8", "212"),
+    ])

@@ -14,6 +14,7 @@ from datasette_okf.retrieve import classify_intent, connection
 from .conftest import ROOT
 
 GOLDEN = ROOT / "examples" / "campaign.golden.json"
+BERT = "Who does the shopkeeper Bert sent the party to in session 3 secretly work for, and since when?"  # golden q09
 
 
 def ids(result):
@@ -33,22 +34,25 @@ def test_json_contract(campaign_db):
 
 
 def test_why_says_where_each_note_came_from_as_data(campaign_mentions_db):
-    result = context_for(campaign_mentions_db, "Who does the shopkeeper Bert sent the party to in session 3 secretly work for?")
+    result = context_for(campaign_mentions_db, BERT)
     seeds = {s["id"]: s for s in result["seeds"]}
     for node in result["nodes"]:
         why = node["why"]
         if why["kind"] == "seed":
             assert why["ranks"] == seeds[node["id"]]["ranks"] and node["via"].startswith("seed: ")
-        else:
-            assert why["kind"] == "hop" and why["hop"] in (1, 2) and why["edge_kind"] in {"link", "wikilink", "mention",
-                                                                                         "relation", "property"}
+        elif why["kind"] == "hop":
+            assert why["hop"] in (1, 2) and why["edge_kind"] in {"link", "wikilink", "mention", "relation", "property",
+                                                                  "sequence"}
+            assert why["seed"] in seeds and 0 < why["similarity"] < 1
             assert node["via"] == f"hop {why['hop']} via {why['from']} ({why['predicate']})"
-    assert {n["why"]["kind"] for n in result["nodes"]} == {"seed", "hop"}
+        else:
+            assert why["kind"] == "series" and why["role"] in ("gap", "end") and node["via"].startswith("series: ")
+    assert {"seed", "hop"} <= {n["why"]["kind"] for n in result["nodes"]}
 
 
 def test_each_stage_reruns_with_its_own_params_and_gives_its_rows_again(campaign_mentions_db):
     """What the page's "open in the SQL editor" links do: the statement and the parameters it ran with."""
-    result = context_for(campaign_mentions_db, "Who does the shopkeeper Bert sent the party to in session 3 secretly work for?")
+    result = context_for(campaign_mentions_db, BERT)
     conn = connection(campaign_mentions_db)
 
     def rerun(stage):
@@ -58,7 +62,7 @@ def test_each_stage_reruns_with_its_own_params_and_gives_its_rows_again(campaign
 
     fused = [row["id"] for row in rerun("seeds")]
     assert [s["resolved_from"] or s["id"] for s in result["seeds"]] == fused[: len(result["seeds"])]
-    walked = [json.loads(row["value"])["id"] for row in rerun("walk")]
+    walked = [json.loads(row["arrival"])["id"] for row in rerun("walk")]
     hops = [n["id"] for n in result["nodes"] if n["why"]["kind"] == "hop"]
     assert hops and [i for i in walked if i in hops] == sorted(hops, key=walked.index)
     facts = {(row["src"], row["predicate"], row["dst"]) for row in rerun("facts")}
@@ -103,8 +107,9 @@ def test_budget_bounds_the_context(campaign_db):
 
 
 def test_the_walk_adds_notes_the_seeds_missed_and_is_capped(campaign_mentions_db):
-    question = "Who does the shopkeeper Bert sent the party to in session 3 secretly work for?"
-    result = context_for(campaign_mentions_db, question)
+    """The golden set's q09: Teodor Vask is only a nickname in session 3; Bert's note links to him, and his note
+    says whom he works for, and since when."""
+    result = context_for(campaign_mentions_db, BERT)
     seeds = [n for n in result["nodes"] if n["why"]["kind"] == "seed"]
     walked = [n for n in result["nodes"] if n["why"]["kind"] == "hop"]
     assert 0 < len(walked) <= len(seeds)  # capped: never more walked notes than seeds
@@ -250,3 +255,18 @@ def test_a_question_over_the_limit_is_a_clear_error_not_a_sql_failure(campaign_d
     with pytest.raises(ValueError, match="the question is 2,001 characters; at most 2,000"):
         context_for(str(campaign_db), "x" * 2001)
     assert context_for(str(campaign_db), "Who is the Tinker? " + "x" * 1980)["question"]
+
+
+def test_a_series_is_filled_in_between_the_sessions_found_and_extended_when_the_question_asks_how_it_went(campaign_db):
+    """Sessions 2 and 4 found: session 3 comes too (docs/design.md §5.8); "how did … unfold" adds the next one."""
+    between = context_for(campaign_db, "How did the hunt for the lamp go from session 2 to session 4?")
+    kinds = {n["id"].removeprefix("campaign/sessions/"): n["why"] for n in between["nodes"]}
+    assert {"session-02", "session-04"} <= set(kinds)
+    assert kinds["session-03"] == {"kind": "series", "role": "gap", "after": "campaign/sessions/session-02",
+                                   "before": "campaign/sessions/session-04"}
+    after = context_for(campaign_db, "How did things unfold after the smoke over the stacks?")
+    roles = {n["id"].removeprefix("campaign/sessions/"): n["why"].get("role") for n in after["nodes"]}
+    assert roles.get("session-04") == "end"  # the session after the one it found
+    plain = context_for(campaign_db, "What does the smoke over the stacks smell of?")
+    assert "end" not in {n["why"].get("role") for n in plain["nodes"]}  # not a question about what came next
+    assert "series" in between["sql"] and set(between["params"]["series"]) == {"nodes", "max_gap", "ends"}

@@ -43,3 +43,14 @@ def test_fts_query_survives_any_text(text):
     db.execute("create virtual table t using fts5(body)")
     db.execute("insert into t values ('near and or col val start quoted x')")
     db.execute("select * from t where t match ?", [fts_query(text)]).fetchall()
+
+
+def test_a_name_that_is_only_a_number_or_one_letter_is_never_matched():
+    """Thellade has year notes called 1, -1, 8 and 212: "Group 1's prep notes" or "sessions 6 to 8" must not seed
+    them. They still come by BM25 and vectors."""
+    index = TitleIndex([("y1", "1"), ("y-1", "-1"), ("y8", "8"), ("x", "X"), ("s8", "Session 8")])
+    assert index.find("Group 1's prep notes") == []
+    assert index.find("How did it play out across sessions 6 to 8?") == []
+    assert index.find("What happened in the year 1?") == []
+    assert index.find("The treasure marked X is where?") == []
+    assert index.find("What did Session 8 reveal?") == [("s8", "session 8")]  # a longer name still matches

@@ -3,5 +3,6 @@
 -- level: warning
 select id, path, title from concepts
 where not is_index
-  and not exists (select 1 from edges where edges.dst = concepts.id and edges.src != concepts.id)
+  and not exists (select 1 from edges where edges.dst = concepts.id and edges.src != concepts.id
+                  and edges.kind != 'sequence')  -- the build's own next-in-series edges are not links
 order by id

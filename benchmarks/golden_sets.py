@@ -1,0 +1,89 @@
+"""Every development golden set, every mode, side by side: the numbers retrieval changes are judged on.
+
+    python benchmarks/golden_sets.py [--shared ../shared] [--work build/golden] [--sets examples,thellade,...]
+                                     [--modes hybrid,vector:10,...] [--by-question] [--save report.json]
+
+Builds each set's bundle into --work (incrementally: a second run only re-reads what changed, and keeps the
+vectors), then runs `datasette_okf.evaluate` on it. The sets:
+
+- examples, examples-mentions: examples/campaign.golden.json (written with the example bundle), built without
+  and with --link-mentions
+- thellade, 13th-age: benchmarks/golden/*.json, over the real vaults in ../shared/corpora
+- hotpotqa, hotpotqa-mentions: hotpotqa-mini's questions (two supporting notes each), built without and with
+  --link-mentions
+
+musique-mini is the held-out test set: this script never touches it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import time
+from pathlib import Path
+
+from datasette_okf.evaluate import as_table, evaluate, misses
+from datasette_okf.store import build
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+MODES = "hybrid,vector:5,vector:10,vector:15,keyword:10,graph-walk"
+
+
+def hotpotqa_golden(corpus: Path) -> list[dict]:
+    return [{"id": q["id"], "tier": "synthesis", "question": q["question"],
+             "required": [p.removeprefix("notes/") for p in q["supporting_notes"]]}
+            for q in json.loads((corpus / "questions.json").read_text())]
+
+
+def sets(shared: Path) -> dict[str, tuple[Path, list[dict], dict]]:
+    """name -> (bundle folder, golden questions, build options)."""
+    corpora = shared / "corpora"
+    hotpotqa = hotpotqa_golden(corpora / "hotpotqa-mini")
+    return {
+        "examples": (ROOT / "examples" / "campaign", json.loads((ROOT / "examples" / "campaign.golden.json").read_text()), {}),
+        "examples-mentions": (ROOT / "examples" / "campaign",
+                              json.loads((ROOT / "examples" / "campaign.golden.json").read_text()), {"link_mentions": True}),
+        "thellade": (corpora / "thellade-campaign-vault" / "vault", json.loads((HERE / "golden" / "thellade.json").read_text()), {}),
+        "13th-age": (corpora / "13th-age-srd-vault" / "vault", json.loads((HERE / "golden" / "13th-age.json").read_text()), {}),
+        "hotpotqa": (corpora / "hotpotqa-mini" / "notes", hotpotqa, {}),
+        "hotpotqa-mentions": (corpora / "hotpotqa-mini" / "notes", hotpotqa, {"link_mentions": True}),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--shared", default=str(ROOT.parent / "shared"))
+    parser.add_argument("--work", default="build/golden")
+    parser.add_argument("--sets", default="examples,examples-mentions,thellade,13th-age,hotpotqa,hotpotqa-mentions")
+    parser.add_argument("--modes", default=MODES)
+    parser.add_argument("--by-question", action="store_true")
+    parser.add_argument("--save", help="write the whole report as JSON here")
+    parser.add_argument("--no-build", action="store_true", help="evaluate the databases already in --work as they are")
+    args = parser.parse_args()
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    available = sets(Path(args.shared))
+    modes = [m for m in args.modes.split(",") if m]
+    reports = {}
+    for name in args.sets.split(","):
+        folder, golden, options = available[name]
+        db = work / f"{name}.db"
+        plain = work / f"{name.removesuffix('-mentions')}.db"
+        if options.get("link_mentions") and not db.exists() and plain.exists():
+            shutil.copyfile(plain, db)  # the same notes: reuse their vectors
+        started = time.perf_counter()
+        if not args.no_build:
+            build([folder], db, **options)
+        print(f"\n### {name} ({len(golden)} questions; built in {time.perf_counter() - started:.0f} s)\n", flush=True)
+        reports[name] = evaluate(str(db), golden, modes)
+        print(as_table(reports[name], markdown=True))
+        if args.by_question:
+            print("\n" + misses(reports[name]))
+    if args.save:
+        Path(args.save).write_text(json.dumps(reports, indent=1))
+
+
+if __name__ == "__main__":
+    main()
