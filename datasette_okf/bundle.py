@@ -30,8 +30,9 @@ from .markdown import decode, headings, is_binary, mask_code, slug
 from .schema import MAX_FILE_BYTES, TIMELINE, is_derived_timeline
 from .titles import TitleIndex, words
 
-PARSER_VERSION = "4"  # bump when parsing changes, so unchanged files are re-read
+PARSER_VERSION = "5"  # bump when parsing changes, so unchanged files are re-read
 RESERVED = {"index.md", "log.md"}  # OKF §3.1
+LOG_TYPE = "Log"  # the type of a log.md note (OKF §9) that does not give one
 
 # Path-valued frontmatter fields (OKF §6.2): (key, nested key or None).
 PATH_FIELDS = (
@@ -308,13 +309,16 @@ def parse_bundle(
         json.dumps([bundle.name, sorted(paths), sorted(aliases.items())], ensure_ascii=False).encode()
     ).hexdigest()
     for doc in documents:
-        if doc.name == "log.md":
+        concept = _concept(bundle.name, doc)
+        if doc.name == "log.md":  # its entries as rows, and the log itself a note, one chunk a dated entry
             entries = _log_entries(bundle.name, doc)
             bundle.log_entries.extend(entries)
             for problem in log_date_problems(entries):
                 bundle.build_issues.append(BuildIssue(bundle.name, doc.path, "warning", problem + " (OKF §9)"))
-            continue
-        concept = _concept(bundle.name, doc)
+            folder = posixpath.basename(posixpath.dirname(doc.path))
+            concept.type = concept.type or LOG_TYPE
+            if concept.title == "log":
+                concept.title = f"Log of {folder}" if folder else "Log"
         if doc.path == "index.md" and "okf_version" in doc.frontmatter:
             bundle.okf_version = str(doc.frontmatter["okf_version"])  # OKF §12
         if concept.type is None and not concept.is_index:

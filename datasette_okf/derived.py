@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .links import markdown_link
-from .schema import KEYWORDS, TIMELINE, TIMELINE_MARKER, bundles_of, derived_paths, read_meta
+from .schema import IS_LOG, KEYWORDS, TIMELINE, TIMELINE_MARKER, bundles_of, derived_paths, read_meta
 from .titles import STOPWORDS
 
 KEYWORDS_HEADER = "# wiki-trigger-keywords.txt, derived by `datasette okf build`; edits are overwritten."
@@ -84,7 +84,7 @@ def trigger_keywords(conn: sqlite3.Connection, bundles: Iterable[str]) -> list[s
     and very common words — each would fire on unrelated messages."""
     found: dict[str, str] = {}
     for title, aliases, frontmatter in conn.execute(
-        "select title, aliases, frontmatter from concepts where not is_index and bundle in "
+        f"select title, aliases, frontmatter from concepts where not is_index and not {IS_LOG} and bundle in "
         "(select value from json_each(?)) order by id",
         [json.dumps(sorted(bundles))],
     ):

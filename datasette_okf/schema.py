@@ -170,6 +170,10 @@ def check_format(conn: Any) -> None:
         )
 
 
+# A log.md (OKF §9) is a note of its own, one chunk a dated entry; it is not an entity a question names.
+IS_LOG = "(concepts.path = 'log.md' or concepts.path like '%/log.md')"
+
+
 def has_okf_tables(table_names: set[str] | list[str]) -> bool:
     """A database built by datasette-okf, of any format version, has these tables."""
     return {"concepts", "edges", "meta"} <= set(table_names)

@@ -20,7 +20,7 @@ from .embed import EmbeddingError, canonical_id, embed_query
 from .graph import graph_expand, walk_arguments
 from .hamming import hamming_candidates
 from .markdown import slug
-from .schema import MAX_FILE_BYTES, load_sqlite_vec, stored_model
+from .schema import IS_LOG, MAX_FILE_BYTES, load_sqlite_vec, stored_model
 from .titles import MAX_QUESTION, TitleIndex, coverage, fts_query
 
 MAX_NOTE = MAX_FILE_BYTES  # characters: the largest text a build stores (okf_slug and okf_coverage read them)
@@ -76,7 +76,7 @@ def title_index(conn: Any) -> TitleIndex:
     """Titles and aliases of every concept that is not an index node."""
     names = []
     for concept_id, title, aliases in conn.execute(
-        "select id, title, aliases from concepts where not is_index"
+        f"select id, title, aliases from concepts where not is_index and not {IS_LOG}"
     ):
         names.append((concept_id, title or ""))
         names.extend((concept_id, alias) for alias in json.loads(aliases or "[]"))

@@ -34,7 +34,17 @@ from .chunks import embedding_text, split_into_chunks, text_hash
 from .derived import DerivedFileError, write_derived
 from .embed import canonical_id, dimensions, embed_texts, get_model
 from .locks import LOCK_SUFFIX, LockTimeout, build_lock, held_open
-from .schema import FORMAT_VERSION, SIDE_FILES, bundles_of, connect, derived_paths, ensure_schema, file_kind, read_meta
+from .schema import (
+    FORMAT_VERSION,
+    IS_LOG,
+    SIDE_FILES,
+    bundles_of,
+    connect,
+    derived_paths,
+    ensure_schema,
+    file_kind,
+    read_meta,
+)
 
 T = TypeVar("T")
 
@@ -53,6 +63,7 @@ class BundleReport:
     name: str
     concepts: int = 0
     index_nodes: int = 0
+    logs: int = 0
     chunks: int = 0
     edges_by_kind: dict[str, int] = field(default_factory=dict)
     link_problems: dict[str, int] = field(default_factory=dict)
@@ -704,13 +715,11 @@ def _previous_state(output: Path) -> dict:
 
 def _fill_report(db: sqlite_utils.Database, report: BundleReport) -> None:
     name = report.name
-    for r in db.query(
-        "select is_index, count(*) as n from concepts where bundle = ? group by is_index", [name]
+    for kind, n in db.execute(
+        f"select case when is_index then 'index' when {IS_LOG} then 'log' else 'concept' end as kind, count(*)"
+        " from concepts where bundle = ? group by kind", [name]
     ):
-        if r["is_index"]:
-            report.index_nodes = r["n"]
-        else:
-            report.concepts = r["n"]
+        setattr(report, {"index": "index_nodes", "log": "logs", "concept": "concepts"}[kind], n)
     report.chunks = db.execute(
         "select count(*) from chunks where concept_id in (select id from concepts where bundle = ?)", [name]
     ).fetchone()[0]
@@ -742,6 +751,6 @@ def _report_from_db(output: Path, name: str) -> BundleReport:
     db = connect(output)
     report = BundleReport(name, up_to_date=True)
     _fill_report(db, report)
-    report.unchanged = report.concepts + report.index_nodes
+    report.unchanged = report.concepts + report.index_nodes + report.logs
     db.conn.close()
     return report

@@ -52,9 +52,11 @@ def test_concepts_ids_and_reserved_files(small):
     bundle = read(small)
     concepts = by_id(bundle)
     assert sorted(concepts) == [
-        "lore/index", "lore/old", "lore/orgs/charter-v1", "lore/orgs/charter-v2",
+        "lore/index", "lore/log", "lore/old", "lore/orgs/charter-v1", "lore/orgs/charter-v2",
         "lore/orgs/gulls", "lore/people/index", "lore/people/mira", "lore/places/harbour",
     ]
+    log = concepts["lore/log"]  # a note of its own, its entries in log_entries too (OKF §9)
+    assert (log.type, log.title, log.is_index) == ("Log", "Log", False) and bundle.log_entries
     assert concepts["lore/index"].is_index and concepts["lore/people/index"].is_index
     assert concepts["lore/people/index"].title == "People"
     assert bundle.okf_version == "0.2"

@@ -5,6 +5,7 @@ import json
 import pytest
 import sqlite_utils
 
+from datasette_okf.schema import IS_LOG
 from datasette_okf.store import build
 
 from .conftest import VAULT
@@ -27,7 +28,8 @@ def one(db, sql, params=()):
 
 
 def test_campaign_builds_clean_with_one_dead_and_one_ambiguous_link(campaign):
-    assert one(campaign, "select count(*) from concepts where not is_index") == 40
+    assert one(campaign, f"select count(*) from concepts where not is_index and not {IS_LOG}") == 40
+    assert one(campaign, "select type from concepts where path = 'log.md'") == "Log"  # the log, a note of its own
     assert one(campaign, "select count(*) from concepts where is_index") == 7
     assert one(campaign, "select count(*) from build_issues") == 0
     issues = campaign.execute("select file, line, target, problem, candidates from link_issues order by problem").fetchall()
@@ -65,7 +67,8 @@ def test_campaign_relations_supersession_trust_and_lifecycle(campaign):
         "campaign/organisations/harbour-charter-v2": "campaign/organisations/harbour-charter-v3",
         "campaign/organisations/harbour-charter-v3": None,
     }
-    tiers = dict(campaign.execute("select trust_tier, count(*) from concepts where not is_index group by 1").fetchall())
+    tiers = dict(campaign.execute(f"select trust_tier, count(*) from concepts where not is_index and not {IS_LOG}"
+                                  " group by 1").fetchall())
     assert tiers == {"human-reviewed": 8, "machine-confirmed": 5, "unverified": 27}
     assert one(campaign, "select stale_after from concepts where id = 'campaign/references/watch-rotation'") == "2026-01-01T00:00:00Z"
     assert one(campaign, "select status from concepts where id = 'campaign/people/orrin-kell'") == "deprecated"

@@ -259,14 +259,28 @@ def test_a_question_over_the_limit_is_a_clear_error_not_a_sql_failure(campaign_d
 
 def test_a_series_is_filled_in_between_the_sessions_found_and_extended_when_the_question_asks_how_it_went(campaign_db):
     """Sessions 2 and 4 found: session 3 comes too (docs/design.md §5.8); "how did … unfold" adds the next one."""
-    between = context_for(campaign_db, "How did the hunt for the lamp go from session 2 to session 4?")
-    kinds = {n["id"].removeprefix("campaign/sessions/"): n["why"] for n in between["nodes"]}
-    assert {"session-02", "session-04"} <= set(kinds)
-    assert kinds["session-03"] == {"kind": "series", "role": "gap", "after": "campaign/sessions/session-02",
-                                   "before": "campaign/sessions/session-04"}
+    from datasette_okf.retrieve import SERIES_SQL
+
+    conn = connection(campaign_db)
+    found = json.dumps(["campaign/sessions/session-02", "campaign/sessions/session-04"])
+    rows = conn.execute(SERIES_SQL, {"nodes": found, "max_gap": 4, "ends": 0}).fetchall()
+    assert rows == [("campaign/sessions/session-03", "campaign/sessions/session-02", "campaign/sessions/session-04", "gap")]
+    rows = conn.execute(SERIES_SQL, {"nodes": found, "max_gap": 4, "ends": 1}).fetchall()
+    assert {(row[0], row[3]) for row in rows} == {("campaign/sessions/session-03", "gap"),
+                                                   ("campaign/sessions/session-01", "end"),
+                                                   ("campaign/sessions/session-05", "end")}
     after = context_for(campaign_db, "How did things unfold after the smoke over the stacks?")
     roles = {n["id"].removeprefix("campaign/sessions/"): n["why"].get("role") for n in after["nodes"]}
     assert roles.get("session-04") == "end"  # the session after the one it found
+    assert after["params"]["series"]["ends"] == 1 and "series" in after["sql"]
     plain = context_for(campaign_db, "What does the smoke over the stacks smell of?")
-    assert "end" not in {n["why"].get("role") for n in plain["nodes"]}  # not a question about what came next
-    assert "series" in between["sql"] and set(between["params"]["series"]) == {"nodes", "max_gap", "ends"}
+    assert plain["params"]["series"]["ends"] == 0  # not a question about what came next
+    assert "end" not in {n["why"].get("role") for n in plain["nodes"]}
+
+
+def test_the_log_answers_history_questions_with_its_dated_entry(campaign_db):
+    """log.md is a note of its own (type Log), one chunk a dated entry: 'when was it deprecated?' finds the entry."""
+    result = context_for(campaign_db, "On what date was Orrin Kell retired and merged into someone else, per the log?")
+    assert "campaign/log" in [n["id"] for n in result["nodes"]]
+    assert "#### 2026-03-29\n* **Update**: Wrote up [Session 2]" in result["context"]  # the entry, under its date
+    assert "Deprecation**: Retired [Orrin Kell]" in result["context"]
