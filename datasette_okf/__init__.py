@@ -5,7 +5,7 @@ Code map, in data-flow order (files -> records -> SQLite -> queries -> context -
 a module imports only modules above it in this list (tests/test_layers.py):
 
   schema markdown titles deadline locks   what a database is; markdown text; words; deadlines; file locks
-  frontmatter links chunks embed          YAML; links found and resolved; chunks; embedding models
+  frontmatter links chunks embed calibrate   YAML; links found and resolved; chunks; embedding models; the gate's calibration
   bundle derived store                    files -> records; derived files; records -> SQLite (the build)
   graph hamming sqlfunctions              the walk, 1-bit vector candidates, SQL functions on a connection
   options render retrieve                 ContextOptions; context text; context_for's stages

@@ -187,6 +187,12 @@ def evaluate(database: Path, golden: Path, modes: str, fmt: str, by_question: bo
         click.echo(json.dumps(report, indent=2))
     else:
         click.echo(as_table(report, markdown=fmt == "markdown"))
+        gate = report["calibration"]
+        if gate:
+            off = gate["off_topic"]
+            click.echo(f"\nGate: vector threshold {gate['vector_threshold']} for {gate['model']}, calibrated at build time on "
+                       f"{off['questions']} off-topic questions (their best chunk: median {off['median']}, "
+                       f"p95 {off['p95']}, max {off['max']}) over {gate['chunks']:,} chunks")
         if by_question:
             click.echo("\n" + misses(report))
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from .render import estimate_tokens
 from .retrieve import connection, context_for
+from .schema import read_meta
 
 TIERS = ("lookup", "synthesis", "temporal", "out")
 
@@ -36,7 +37,8 @@ def _matches(required: str, node: dict[str, Any]) -> bool:
 def evaluate(db: Any, golden: list[dict[str, Any]], modes: list[str], **options: Any) -> dict[str, Any]:
     """Per mode and tier: recall, hit@1, mean notes and tokens in context, rejection rates, latency."""
     conn = connection(db)
-    report: dict[str, Any] = {"modes": {}, "questions": len(golden)}
+    report: dict[str, Any] = {"modes": {}, "questions": len(golden),
+                              "calibration": json.loads(read_meta(conn).get("gate") or "null")}
     for spec in modes:
         mode, extra = parse_mode(spec)
         per_tier: dict[str, list[dict[str, Any]]] = defaultdict(list)

@@ -214,7 +214,6 @@ def graph_expand(conn: Any, seeds: list[str], options: WalkOptions) -> list[dict
                 entry.update(best=best_of[parent] * factor, via=parent, predicate=predicate, kind=kind, anchor=anchor)
         for child, entry in arriving.items():
             entry["score"] = sum(strength[child].values())
-            entry["reached_from"] = sorted(strength[child], key=lambda seed: (-strength[child][seed], seed))
             if not children[child][0] and entry["degree"] < options.hub_degree:
                 reached[child] = entry
         visited |= set(arriving)
@@ -230,7 +229,8 @@ def graph_expand(conn: Any, seeds: list[str], options: WalkOptions) -> list[dict
     if options.cap is not None:
         ranked = ranked[: options.cap]
     return [
-        {k: e.get(k) for k in ("id", "hop", "via", "predicate", "kind", "anchor", "score", "degree", "reached_from")}
+        {**{k: e.get(k) for k in ("id", "hop", "via", "predicate", "kind", "anchor", "score", "degree")},
+         "reached_from": sorted(strength[e["id"]], key=lambda seed: (-strength[e["id"]][seed], seed))}
         for e in ranked
     ]
 

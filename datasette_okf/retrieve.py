@@ -34,7 +34,7 @@ from .render import (
     no_confident_match,
     node_header,
 )
-from .schema import check_format, stored_model
+from .schema import check_format, read_meta, stored_model
 from .sqlfunctions import prepare_connection
 from .titles import MAX_QUESTION, coverage, words
 
@@ -89,31 +89,32 @@ LISTS = {"title": (TITLE_SQL, 2.0), "fts": (FTS_SQL, 1.0), "vector": (VECTOR_SQL
 # names the seeds matched): its best chunk's similarity, its BM25 among the notes found, and the walk's own
 # (intent-weighted, damped) score; and the slots go round the seeds in rank order, so the best seed's best
 # neighbour is never crowded out by a weak seed's hub neighbours.
-WALK_POOL = 200
+WALK_POOL = 100
 WALK_SHARE = 0.5  # a walked note's priority: its seed's, halved for each better note walked from that seed
 WALK_WEIGHTS = {"similarity": 1.0, "lexical": 0.6, "structure": 0.1, "predicate": 0.5}
 WALK_SIMILARITY = """,
-similarity as (
+similarity as materialized (
   select chunks.concept_id as id,
-    max(1 - vec_distance_cosine(chunk_floats.embedding, (select okf_embed(:rest)))) as similarity
+    max(1 - vec_distance_cosine(chunk_floats.embedding, (select okf_embed(:question)))) as similarity
   from chunks join chunk_floats on chunk_floats.id = chunks.id
   where chunks.concept_id in (select id from arrivals)
   group by chunks.concept_id
 )"""
-WALK_SQL = """with arrivals as (
-  select json_extract(value, '$.id') as id, json_extract(value, '$.score') as structure, value as arrival,
+WALK_SQL = """with arrivals as materialized (
+  select json_extract(value, '$.id') as id, json_extract(value, '$.via') as via,
+    json_extract(value, '$.score') as structure, value as arrival,
     okf_coverage(replace(replace(json_extract(value, '$.predicate'), '_', ' '), '-', ' '), :question) as predicate
   from json_each(graph_expand(:seeds, :hops, :walk_options))
 ){similarity},
-lexical as (
+lexical as materialized (
   select concepts.id, matches.bm25
   from (select rowid, bm25(concepts_fts, 4.0, 4.0, 2.0, 2.0, 1.0) as bm25 from concepts_fts
         where concepts_fts match okf_fts_query(:rest) limit -1) as matches
   join concepts on concepts.rowid = matches.rowid
   where concepts.id in (select id from arrivals)
 ),
-scored as (
-  select arrivals.id, arrivals.arrival, {similarity_value} as similarity,
+scored as materialized (
+  select arrivals.id, arrivals.via, arrivals.arrival, {similarity_value} as similarity,
     :similarity_weight * {similarity_value}
     + :lexical_weight * coalesce(lexical.bm25 / (select min(bm25) from lexical), 0)
     + :structure_weight * arrivals.structure / (select max(structure) from arrivals)
@@ -122,7 +123,7 @@ scored as (
 ),
 bridged as (  -- a note two hops out is worth no more than the note it is reached through: paths, not points
   select scored.id, scored.arrival, scored.similarity, min(scored.score, coalesce(parent.score, scored.score)) as score
-  from scored left join scored as parent on parent.id = json_extract(scored.arrival, '$.via')
+  from scored left join scored as parent on parent.id = scored.via
 ),
 ranked as (  -- each seed's arrivals, best first
   select bridged.*, reached.value as seed,
@@ -217,6 +218,7 @@ class Query:
     binary: bool  # vector candidates from 1-bit codes
     intent: str
     historical: bool
+    vector_threshold: float  # the gate's: the option, else the bundle's calibration, else the model's default
     concepts: dict[str, dict[str, Any]] = field(default_factory=dict)  # what is known of each note met
     sql: dict[str, str] = field(default_factory=dict)
     params: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -244,6 +246,7 @@ class Seed:
     ranks: dict[str, int | None]
     rrf: float
     resolved_from: str | None = None
+    bridged_from: str | None = None  # found by the second round, through this seed's best chunk
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -294,7 +297,8 @@ class Node:
         if why["kind"] == "series":
             return "series: " + ", ".join(f"{side} {why[side]}" for side in ("after", "before") if why[side])
         text = "seed: " + "+".join(name for name, rank in why["ranks"].items() if rank)
-        return text + (f" (resolved from superseded {why['resolved_from']})" if why.get("resolved_from") else "")
+        text += f" (resolved from superseded {why['resolved_from']})" if why.get("resolved_from") else ""
+        return text + (f" (second round, through {why['bridged_from']})" if why.get("bridged_from") else "")
 
     def header_fields(self) -> dict[str, Any]:
         """What render.node_header shows."""
@@ -322,6 +326,8 @@ def context_for(db: Any, question: str, options: ContextOptions | None = None, *
     fused = _timed(query, "seeds", find_seeds, query)
     confident, reason = _timed(query, "gate", gate, query, fused)
     seeds = pick_seeds(query, fused)
+    if query.options.mode == "hybrid" and seeds and confident and _needs_a_second_round(query, seeds[0]):
+        seeds += _timed(query, "bridge", bridge, query, fused, seeds)
     walked: list[Arrival] = []
     if query.rules.walk_hops is not None and seeds and confident:  # not confident: nothing is returned
         walked = _timed(query, "walk", walk, query, seeds, fused)
@@ -351,10 +357,16 @@ def open_query(db: Any, question: str, options: ContextOptions) -> Query:
             has_vectors, vectors = False, f"unavailable: {error}"
     lists = tuple(name for name in rules.lists if name != "vector" or has_vectors) or ("title", "fts")
     intent = classify_intent(question)
+    gate = json.loads(read_meta(conn).get("gate") or "{}")
+    threshold = options.vector_threshold
+    if threshold is None:
+        threshold = gate["vector_threshold"] if gate.get("model") == model else VECTOR_THRESHOLDS.get(
+            model, DEFAULT_VECTOR_THRESHOLD)
     return Query(
         conn, question, options, rules, model, vectors, lists,
         binary=has_vectors and _chunk_count(conn) >= options.binary_from, intent=intent,
         historical=options.historical if options.historical is not None else intent == "HISTORICAL",
+        vector_threshold=threshold,
     )
 
 
@@ -369,24 +381,22 @@ def find_seeds(query: Query) -> list[dict[str, Any]]:
 
 
 def gate(query: Query, fused: list[dict[str, Any]]) -> tuple[bool, str]:
-    """2. Confident when the question names a title or alias, the top keyword match covers most of its
-    words, or the nearest chunk is similar enough; otherwise nothing is returned."""
-    if any(row.get("title_rank") for row in fused):
+    """2. Confident when the question names a title or alias, the top keyword match covers most of its words,
+    or the nearest chunk is as similar as the bundle's calibrated threshold; otherwise nothing is returned. The
+    same evidence in every mode: what a mode's lists did not look at is looked up here (docs/design.md §3)."""
+    title_hit, top_keyword, best = _evidence(query, fused)
+    if title_hit:
         return True, "the question names a concept's title or alias"
     options = query.options
-    fts = sorted((row for row in fused if row.get("fts_rank")), key=lambda r: r["fts_rank"])
-    if fts:
+    if top_keyword:
         text = query.conn.execute(
             "select title || ' ' || coalesce(description, '') || ' ' || coalesce(tags, '') || ' ' || body"
-            " from concepts where id = ?", [fts[0]["id"]]
+            " from concepts where id = ?", [top_keyword]
         ).fetchone()[0]
         share = coverage(query.question, text)
         if share > options.coverage_threshold:
             return True, f"the top keyword match covers {share:.0%} of the question's content words"
-    threshold = options.vector_threshold
-    if threshold is None:
-        threshold = VECTOR_THRESHOLDS.get(query.model, DEFAULT_VECTOR_THRESHOLD)
-    best = max((row.get("similarity") or 0.0 for row in fused), default=0.0)
+    threshold = query.vector_threshold
     if best >= threshold:
         return True, f"the nearest chunk has cosine similarity {best:.2f} (threshold {threshold:.2f})"
     if not fused:
@@ -395,6 +405,76 @@ def gate(query: Query, fused: list[dict[str, Any]]) -> tuple[bool, str]:
         f"no title named, keyword coverage at most {options.coverage_threshold:.0%}, "
         f"best vector similarity {best:.2f} below {threshold:.2f}"
     )
+
+
+def _evidence(query: Query, fused: list[dict[str, Any]]) -> tuple[bool, str | None, float]:
+    """(a title named, the top keyword match, the best chunk's similarity), from the lists that ran, the rest
+    looked up with the same statements at k = 1."""
+    if "title" in query.lists:
+        title_hit = any(row.get("title_rank") for row in fused)
+    else:
+        title_hit = bool(json.loads(query.conn.execute("select okf_title_matches(?)", [query.question]).fetchone()[0]))
+    params = {"question": query.question, "k": 1, "vector_k": query.options.vector_k,
+              "candidates": query.options.candidates}
+    if "fts" in query.lists:
+        ranked = sorted((row for row in fused if row.get("fts_rank")), key=lambda r: r["fts_rank"])
+        top_keyword = ranked[0]["id"] if ranked else None
+    else:
+        top_keyword = next((row["id"] for row in _rows(query.conn, FTS_SQL, params)), None)
+    if "vector" in query.lists:
+        best = max((row.get("similarity") or 0.0 for row in fused), default=0.0)
+    elif query.vectors == "used":
+        try:
+            sql = VECTOR_BINARY_SQL if query.binary else VECTOR_SQL
+            best = max((row["similarity"] for row in _rows(query.conn, sql, params)), default=0.0)
+        except Exception:  # noqa: BLE001 - the model failed: the gate goes on without vectors
+            best = 0.0
+    else:
+        best = 0.0
+    return title_hit, top_keyword, best
+
+
+BRIDGE_SEEDS = 2  # notes a second round may add below the first round's seeds
+BRIDGE_WORDS = 60  # of the bridge chunk, after the question
+BRIDGE_LISTS = ("title", "fts")  # the words of the bridge chunk: as good as its meaning here, and no second embedding
+BRIDGE_BELOW = 1.01  # the second round runs when the top seed holds less than this share of the question's words
+
+
+def _needs_a_second_round(query: Query, top: Seed) -> bool:
+    """A question the top seed does not cover is likely about something that seed leads to (the woman who played
+    X, the order whose pin they took): then, and only then, the second round runs."""
+    text = query.conn.execute(
+        "select title || ' ' || coalesce(description, '') || ' ' || coalesce(tags, '') || ' ' || body"
+        " from concepts where id = ?", [top.id]).fetchone()[0]
+    return coverage(query.question, text) < BRIDGE_BELOW
+
+
+def bridge(query: Query, fused: list[dict[str, Any]], seeds: list[Seed]) -> list[Seed]:
+    """2b. Multi-hop without an LLM: the question and the top seed's best chunk (the bridge: it often names the
+    entity the question is really about) retrieve again with the same statement; notes the first round did not
+    find join below its seeds (docs/design.md §2.8)."""
+    top = next(row for row in fused if row["id"] in (seeds[0].id, seeds[0].resolved_from))
+    nearest = sorted(json.loads(top.get("chunk_distances") or "[]"), key=lambda pair: pair[1])
+    row = query.conn.execute(
+        "select text from chunks where id = ?" if nearest else
+        "select text from chunks where concept_id = ? order by seq limit 1", [nearest[0][0] if nearest else top["id"]]
+    ).fetchone()
+    if not row or not row[0].strip():
+        return []
+    question = (query.question + " " + " ".join(row[0].split()[:BRIDGE_WORDS]))[:MAX_QUESTION]
+    options = query.options
+    params = {"question": question, "k": query.rules.list_k(options), "vector_k": options.vector_k,
+              "candidates": options.candidates}
+    lists = tuple(name for name in query.lists if name in BRIDGE_LISTS)
+    second = query.run("bridge", _fusion_sql(lists, options.fusion_weights, query.binary), params)
+    known = {s.id for s in seeds} | {row["id"] for row in fused[: len(seeds)]}
+    found = [row for row in second if row["id"] not in known][:BRIDGE_SEEDS]
+    query.know([row["id"] for row in found])
+    floor = min(s.rrf for s in seeds)
+    return [Seed(row["id"], query.concepts[row["id"]]["path"], query.concepts[row["id"]]["title"],
+                 ranks={name: row.get(f"{name}_rank") for name in lists},
+                 rrf=round(floor * 0.9 ** (i + 1), 6), bridged_from=seeds[0].id)
+            for i, row in enumerate(found)]
 
 
 def pick_seeds(query: Query, fused: list[dict[str, Any]]) -> list[Seed]:
@@ -455,7 +535,8 @@ def _rest_of(question: str, seeds: list[Seed], query: Query) -> str:
 def offer(query: Query, seeds: list[Seed], walked: list[Arrival]) -> list[Node]:
     """Seeds with their fused score, and what the walk added with its seed's score halved for each better note
     walked from that seed (WALK_SHARE): the strongest seed's best neighbour comes before a weak seed."""
-    nodes = [Node(query.concepts[s.id], s.rrf, {"kind": "seed", "ranks": s.ranks, "resolved_from": s.resolved_from})
+    nodes = [Node(query.concepts[s.id], s.rrf, {"kind": "seed", "ranks": s.ranks, "resolved_from": s.resolved_from,
+                                                 **({"bridged_from": s.bridged_from} if s.bridged_from else {})})
              for s in seeds]
     strength = {s.id: s.rrf for s in seeds}
     nodes += [
@@ -675,6 +756,7 @@ def _chunks(conn: Any, ids: list[str], fused: list[dict[str, Any]]) -> dict[str,
 
 
 TRUST_ORDER = {"human-reviewed": 0, "machine-confirmed": 1, "unverified": 2}
+MAX_NOTES = 11  # notes in one context, whatever the budget (the mean stays under 10 on every development set)
 
 
 def fill_budget(question: str, nodes: list[Node], chunks: dict[str, list[dict[str, Any]]],
@@ -697,7 +779,7 @@ def fill_budget(question: str, nodes: list[Node], chunks: dict[str, list[dict[st
         first = chunk_block(pieces[0]) if pieces and pieces[0]["text"] else ""
         own_facts = facts_of.get(node.id, [])
         cost = estimate_tokens(header + "\n" + first) + sum(estimate_tokens(f["text"]) + 1 for f in own_facts)
-        if used + cost > budget:
+        if used + cost > budget or len(picked) >= MAX_NOTES:
             continue
         used += cost
         picked.append(node)

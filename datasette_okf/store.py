@@ -30,6 +30,7 @@ from sqlite_utils.utils import sqlite3  # pysqlite3 where installed, as sqlite-u
 
 from . import __version__
 from .bundle import Bundle, Concept, ScannedBundle, cache_key, parse_bundle, rows, scan_bundle
+from .calibrate import calibrate, needs_calibration
 from .chunks import embedding_text, split_into_chunks, text_hash
 from .derived import DerivedFileError, write_derived
 from .embed import canonical_id, dimensions, embed_texts, get_model
@@ -201,7 +202,8 @@ def _build_locked(
         previous
         and not prune
         and all(previous["fingerprints"].get(s.name) == _fingerprint(s, link_mentions) for s in scanned)
-        and (not embed or (previous.get("embedding_model") == target_model and previous["unembedded"] == 0))
+        and (not embed or (previous.get("embedding_model") == target_model and previous["unembedded"] == 0
+                           and previous["calibrated"]))
     ):
         return BuildReport(output, [_report_from_db(output, s.name) for s in scanned], wal_folded=leftover and not wal_pending,
                            wal_pending=_pending_message(output, wal_pending) if wal_pending else None)
@@ -243,6 +245,7 @@ def _build_locked(
             embedded = None
             if embedding_model is not None:
                 embedded = _embed_missing(db, embedding_model, target_model, progress)
+                _calibrate_gate(db, embedding_model, target_model)
             for r in reports:
                 _fill_report(db, r)
             if was_wal:
@@ -668,6 +671,14 @@ def _embed_missing(db: sqlite_utils.Database, model, model_id: str, progress: Pr
     return report
 
 
+def _calibrate_gate(db: sqlite_utils.Database, model: Any, model_id: str) -> None:
+    """The confidence gate's vector threshold for these vectors (calibrate.py), when they are new or have changed."""
+    chunks = db.execute("select count(*) from chunks where embedded_with = ?", [model_id]).fetchone()[0]
+    if chunks and needs_calibration(read_meta(db.conn), model_id, chunks):
+        gate = calibrate(db.conn, model, model_id, chunks)
+        db["meta"].upsert({"key": "gate", "value": json.dumps(gate, sort_keys=True)}, pk="key")
+
+
 def _fingerprint(scanned: ScannedBundle, link_mentions: bool) -> str:
     """The bundle's content fingerprint, plus the options that change what is built from it."""
     return scanned.fingerprint + (":mentions" if link_mentions else "")
@@ -710,7 +721,8 @@ def _previous_state(output: Path) -> dict:
     if meta.get("format_version") != FORMAT_VERSION or meta.get("tool_version") != __version__:
         return {}
     fingerprints = {name: b.get("fingerprint") for name, b in bundles_of(meta).items()}
-    return {"fingerprints": fingerprints, "embedding_model": meta.get("embedding_model"), "unembedded": unembedded}
+    return {"fingerprints": fingerprints, "embedding_model": meta.get("embedding_model"), "unembedded": unembedded,
+            "calibrated": not needs_calibration(meta, meta.get("embedding_model") or "", None)}
 
 
 def _fill_report(db: sqlite_utils.Database, report: BundleReport) -> None:

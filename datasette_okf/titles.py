@@ -7,6 +7,7 @@ title matches when its token sequence appears in the text's token sequence.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import defaultdict
 from collections.abc import Iterable
@@ -44,15 +45,22 @@ def _forms(stem: str) -> set[str]:
     return {stem, stem + "'s", stem + "es", stem + "s"} | ({stem[:-1] + "ies"} if stem.endswith("y") else set())
 
 
+@functools.lru_cache(maxsize=256)
+def _wanted(question: str) -> tuple[frozenset[str], frozenset[str]]:
+    """The question's content words, stemmed, and every word form that stems to one of them (called per row:
+    a note's text changes, the question does not)."""
+    wanted = frozenset(_stem(w) for w in content_words(question))
+    return wanted, frozenset(set().union(*map(_forms, wanted))) if wanted else frozenset()
+
+
 def coverage(question: str, text: str) -> float:
     """Share of the question's content words present in `text` (docs/design.md §3), 0..1.
 
     `text` may be a whole note: its words are streamed, never listed, and only the few that
     can be a wanted word are stemmed."""
-    wanted = {_stem(w) for w in content_words(question)}
+    wanted, forms = _wanted(question)
     if not wanted:
         return 0.0
-    forms = set().union(*map(_forms, wanted))
     present = {_stem(match[0]) for match in _WORD.finditer(text.casefold()) if match[0] in forms}
     return len(present & wanted) / len(wanted)
 

@@ -1,6 +1,7 @@
 """`datasette okf build`: the command a user runs, and what it prints."""
 
 import contextlib
+import json
 import os
 import sqlite3
 import subprocess
@@ -283,3 +284,18 @@ def test_a_derived_file_that_cannot_be_written_is_named_and_the_database_is_stil
     assert "could not write the derived file" in result.output and "kb.timeline.md" in result.output
     assert file_kind(target) == "okf"
     assert (tmp_path / "kb.wiki-trigger-keywords.txt").exists()
+
+
+def test_evaluate_by_question_lists_each_miss_and_the_calibration(tmp_path, campaign_db):
+    golden = tmp_path / "golden.json"
+    golden.write_text(json.dumps([
+        {"id": "hit", "tier": "lookup", "question": "Who does the Tinker work for?", "required": ["people/teodor-vask.md"]},
+        {"id": "miss", "tier": "lookup", "question": "Who does the Tinker work for?", "required": ["places/nowhere.md"]},
+        {"id": "out", "tier": "out", "question": "How do I descale an espresso machine?", "required": []},
+    ]))
+    result = CliRunner().invoke(cli, ["okf", "evaluate", str(campaign_db), str(golden), "--modes", "hybrid",
+                                      "--by-question"])
+    assert result.exit_code == 0, result.output
+    assert "## hybrid: 1 of 3 questions missed" in result.output
+    assert "miss (lookup): Who does the Tinker work for?\n  missed: places/nowhere.md\n  got: campaign/people/teodor-vask — seed:" in result.output
+    assert "Gate: vector threshold" in result.output and "off-topic questions" in result.output

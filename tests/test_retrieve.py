@@ -61,7 +61,10 @@ def test_each_stage_reruns_with_its_own_params_and_gives_its_rows_again(campaign
         return [dict(zip(columns, row)) for row in cursor.fetchall()]
 
     fused = [row["id"] for row in rerun("seeds")]
-    assert [s["resolved_from"] or s["id"] for s in result["seeds"]] == fused[: len(result["seeds"])]
+    first_round = [s["resolved_from"] or s["id"] for s in result["seeds"] if not s["bridged_from"]]
+    assert first_round == fused[: len(first_round)]
+    second_round = [row["id"] for row in rerun("bridge")]
+    assert [s["id"] for s in result["seeds"] if s["bridged_from"]] == [i for i in second_round if i not in fused[:5]][:2]
     walked = [json.loads(row["arrival"])["id"] for row in rerun("walk")]
     hops = [n["id"] for n in result["nodes"] if n["why"]["kind"] == "hop"]
     assert hops and [i for i in walked if i in hops] == sorted(hops, key=walked.index)
@@ -284,3 +287,41 @@ def test_the_log_answers_history_questions_with_its_dated_entry(campaign_db):
     assert "campaign/log" in [n["id"] for n in result["nodes"]]
     assert "#### 2026-03-29\n* **Update**: Wrote up [Session 2]" in result["context"]  # the entry, under its date
     assert "Deprecation**: Retired [Orrin Kell]" in result["context"]
+
+
+def test_a_second_round_through_the_top_seeds_best_chunk_adds_what_the_question_only_implies(campaign_db):
+    """The bridge round (docs/design.md §2.8): the question plus the top seed's best chunk retrieves again by words;
+    notes the first round missed join below its seeds, and say so."""
+    result = context_for(campaign_db, BERT)
+    bridged = [s for s in result["seeds"] if s["bridged_from"]]
+    assert bridged and all(s["bridged_from"] == result["seeds"][0]["id"] for s in bridged)
+    assert result["params"]["bridge"]["question"].startswith(BERT + " ")  # the question, then the bridge chunk
+    assert "vector" not in result["sql"]["bridge"].split("lists as")[0]  # by words: no second embedding
+    assert max(s["rrf"] for s in bridged) < min(s["rrf"] for s in result["seeds"] if not s["bridged_from"])
+    nodes = {n["id"]: n for n in result["nodes"]}
+    assert any("(second round, through" in nodes[s["id"]]["via"] for s in bridged if s["id"] in nodes)
+    keyword = context_for(campaign_db, BERT, mode="keyword")
+    assert "bridge" not in keyword["sql"]  # the second round is hybrid's
+
+
+def test_the_gate_weighs_the_same_evidence_in_every_mode(campaign_db):
+    """A question is confident or not whatever the mode: what a mode's lists did not look at, the gate looks up."""
+    for question in ("Who does the Tinker work for?", "How do I descale an espresso machine?",
+                     "Roughly how many people live in the harbour city of the campaign?"):
+        verdicts = {mode: context_for(campaign_db, question, mode=mode)["confident"] for mode in MODES}
+        assert len(set(verdicts.values())) == 1, (question, verdicts)
+
+
+def test_the_gate_uses_the_bundles_own_calibration(campaign_db):
+    """The build calibrates the vector threshold on off-topic questions (calibrate.py); the gate uses it unless
+    the caller sets one."""
+    from datasette_okf.calibrate import BOUNDS, METHOD
+    from datasette_okf.schema import read_meta
+
+    conn = connection(campaign_db)
+    gate = json.loads(read_meta(conn)["gate"])
+    assert gate["method"] == METHOD and BOUNDS[0] <= gate["vector_threshold"] <= BOUNDS[1]
+    assert gate["off_topic"]["p95"] <= gate["vector_threshold"] and gate["chunks"] > 100
+    rejected = context_for(conn, "How do I descale an espresso machine?")
+    assert f"below {gate['vector_threshold']:.2f}" in rejected["reason"]
+    assert "below 0.90" in context_for(conn, "How do I descale an espresso machine?", vector_threshold=0.9)["reason"]

@@ -630,3 +630,21 @@ def test_the_okf_version_a_root_index_declares_is_kept_in_meta(tmp_path):
     build([okf, vault], db_path, embed=False)
     bundles = json.loads(sqlite3.connect(db_path).execute("select value from meta where key = 'bundles'").fetchone()[0])
     assert (bundles["okf"]["okf_version"], bundles["vault"]["okf_version"]) == ("0.2", None)
+
+
+def test_the_gate_is_calibrated_when_vectors_change_and_only_then(tmp_path, test_models, monkeypatch):
+    from datasette_okf import calibrate
+
+    root = write_bundle(tmp_path / "kb", {f"n{i}.md": f"---\ntype: T\n---\nnote {i} about lanterns\n" for i in range(5)})
+    db_path = tmp_path / "kb.db"
+    build([root], db_path, embed=False)
+    assert "gate" not in schema.read_meta(schema.connect(db_path).conn)  # no vectors, nothing to calibrate
+    build([root], db_path, model="okf-test-hash-8")
+    first = json.loads(schema.read_meta(schema.connect(db_path).conn)["gate"])
+    assert first["model"] == "okf-test-hash-8" and first["off_topic"]["questions"] == len(calibrate.OFF_TOPIC)
+    assert build([root], db_path).up_to_date  # nothing changed: not even recalibrated
+    monkeypatch.setattr(calibrate, "METHOD", calibrate.METHOD + " (revised)")
+    assert not build([root], db_path).up_to_date  # a new method: the stored calibration is out of date
+    assert json.loads(schema.read_meta(schema.connect(db_path).conn)["gate"])["method"].endswith("(revised)")
+    build([root], db_path, model="okf-test-hash-16")
+    assert json.loads(schema.read_meta(schema.connect(db_path).conn)["gate"])["model"] == "okf-test-hash-16"
