@@ -347,7 +347,7 @@ SERIES_MIN = 3
 def sequence_edges(concepts: list[Concept]) -> list[Edge]:
     """`next` edges (kind `sequence`) along the series of a bundle: notes in one folder whose names carry a date
     or a number that orders them — session logs, chapters, daily notes, years. A time question can then fill
-    the gap between two sessions it found (docs/design.md §5.8).
+    the gap between two sessions it found (docs/design.md §5.9).
 
     In a folder, the series key is the ISO date in each name, else the first number that differs between the
     names ("Campaign 3 - Session 08 - …": the session, not the campaign). At least SERIES_MIN notes, and half

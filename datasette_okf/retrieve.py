@@ -436,7 +436,7 @@ def _evidence(query: Query, fused: list[dict[str, Any]]) -> tuple[bool, str | No
 
 BRIDGE_SEEDS = 2  # notes a second round may add below the first round's seeds
 BRIDGE_WORDS = 60  # of the bridge chunk, after the question
-BRIDGE_LISTS = ("title", "fts")  # the words of the bridge chunk: as good as its meaning here, and no second embedding
+BRIDGE_LISTS = ("title",)  # the names the bridge chunk mentions: a millisecond, where its words cost 100 ms at 10k notes
 BRIDGE_BELOW = 1.01  # the second round runs when the top seed holds less than this share of the question's words
 
 
@@ -770,6 +770,7 @@ def fill_budget(question: str, nodes: list[Node], chunks: dict[str, list[dict[st
     for fact in facts:
         facts_of.setdefault(fact["subject_id"], []).append(fact)
     used = estimate_tokens(context_text(question, ["-"], ["-"]))
+    most = max(MAX_NOTES, sum(n.is_seed for n in nodes))  # vector:15 still gets its 15 notes
     picked, parts, kept_facts, rest = [], {}, [], {}
     for node in ordered:
         pieces = chunks.get(node.id, [])
@@ -779,7 +780,7 @@ def fill_budget(question: str, nodes: list[Node], chunks: dict[str, list[dict[st
         first = chunk_block(pieces[0]) if pieces and pieces[0]["text"] else ""
         own_facts = facts_of.get(node.id, [])
         cost = estimate_tokens(header + "\n" + first) + sum(estimate_tokens(f["text"]) + 1 for f in own_facts)
-        if used + cost > budget or len(picked) >= MAX_NOTES:
+        if used + cost > budget or len(picked) >= most:
             continue
         used += cost
         picked.append(node)

@@ -261,7 +261,7 @@ def test_a_question_over_the_limit_is_a_clear_error_not_a_sql_failure(campaign_d
 
 
 def test_a_series_is_filled_in_between_the_sessions_found_and_extended_when_the_question_asks_how_it_went(campaign_db):
-    """Sessions 2 and 4 found: session 3 comes too (docs/design.md §5.8); "how did … unfold" adds the next one."""
+    """Sessions 2 and 4 found: session 3 comes too (docs/design.md §5.9); "how did … unfold" adds the next one."""
     from datasette_okf.retrieve import SERIES_SQL
 
     conn = connection(campaign_db)
@@ -290,13 +290,13 @@ def test_the_log_answers_history_questions_with_its_dated_entry(campaign_db):
 
 
 def test_a_second_round_through_the_top_seeds_best_chunk_adds_what_the_question_only_implies(campaign_db):
-    """The bridge round (docs/design.md §2.8): the question plus the top seed's best chunk retrieves again by words;
-    notes the first round missed join below its seeds, and say so."""
+    """The bridge round (docs/design.md §2.8): the notes the question plus the top seed's best chunk names, that the
+    first round missed, join below its seeds, and say so."""
     result = context_for(campaign_db, BERT)
     bridged = [s for s in result["seeds"] if s["bridged_from"]]
     assert bridged and all(s["bridged_from"] == result["seeds"][0]["id"] for s in bridged)
     assert result["params"]["bridge"]["question"].startswith(BERT + " ")  # the question, then the bridge chunk
-    assert "vector" not in result["sql"]["bridge"].split("lists as")[0]  # by words: no second embedding
+    assert "vector" not in result["sql"]["bridge"].split("lists as")[0]  # by names: no second embedding
     assert max(s["rrf"] for s in bridged) < min(s["rrf"] for s in result["seeds"] if not s["bridged_from"])
     nodes = {n["id"]: n for n in result["nodes"]}
     assert any("(second round, through" in nodes[s["id"]]["via"] for s in bridged if s["id"] in nodes)
