@@ -148,3 +148,11 @@ def test_graph_expand_errors_are_400_in_datasette(tmp_path, conn):
     assert bad.status_code == 400
     good = asyncio.run(sql("""select json_array_length(graph_expand('["g/a"]', 2, '{"cap": 3}')) as n"""))
     assert good.status_code == 200 and good.json()["rows"][0][0] == 3
+
+
+def test_each_note_says_which_seeds_reach_it_strongest_path_first(conn):
+    """reached_from: the walk's slots go round the seeds (retrieve.WALK_SQL), so each note names every seed with a
+    path to it, the strongest first."""
+    found = {r["id"].removeprefix("g/"): r["reached_from"] for r in graph_expand(conn, ["g/a", "g/c"], WalkOptions())}
+    assert found["b"][0] in ("g/a", "g/c") and set(found["b"]) == {"g/a", "g/c"}  # a links to b, b links to c
+    assert found["visitor"] == ["g/a"]  # one hop from a; three from c, past the walk's two

@@ -325,3 +325,13 @@ def test_the_gate_uses_the_bundles_own_calibration(campaign_db):
     rejected = context_for(conn, "How do I descale an espresso machine?")
     assert f"below {gate['vector_threshold']:.2f}" in rejected["reason"]
     assert "below 0.90" in context_for(conn, "How do I descale an espresso machine?", vector_threshold=0.9)["reason"]
+
+
+def test_a_note_two_hops_out_never_outranks_the_note_it_is_reached_through(campaign_db):
+    """Paths, not points: a hop-2 note scores at most its parent's score in the walk statement."""
+    result = context_for(campaign_db, BERT, hops=2)
+    conn = connection(campaign_db)
+    rows = conn.execute(result["sql"]["walk"].replace("limit :cap", "limit 1000"), result["params"]["walk"]).fetchall()
+    score = {json.loads(arrival)["id"]: value for arrival, _, _, value, _ in rows}
+    hop2 = [json.loads(arrival) for arrival, *_ in rows if json.loads(arrival)["hop"] == 2]
+    assert hop2 and all(score[a["id"]] <= score[a["via"]] for a in hop2 if a["via"] in score)
