@@ -326,7 +326,7 @@ def context_for(db: Any, question: str, options: ContextOptions | None = None, *
     fused = _timed(query, "seeds", find_seeds, query)
     confident, reason = _timed(query, "gate", gate, query, fused)
     seeds = pick_seeds(query, fused)
-    if query.options.mode == "hybrid" and seeds and confident and _needs_a_second_round(query, seeds[0]):
+    if query.options.mode == "hybrid" and seeds and confident:
         seeds += _timed(query, "bridge", bridge, query, fused, seeds)
     walked: list[Arrival] = []
     if query.rules.walk_hops is not None and seeds and confident:  # not confident: nothing is returned
@@ -437,16 +437,6 @@ def _evidence(query: Query, fused: list[dict[str, Any]]) -> tuple[bool, str | No
 BRIDGE_SEEDS = 2  # notes a second round may add below the first round's seeds
 BRIDGE_WORDS = 60  # of the bridge chunk, after the question
 BRIDGE_LISTS = ("title",)  # the names the bridge chunk mentions: a millisecond, where its words cost 100 ms at 10k notes
-BRIDGE_BELOW = 1.01  # the second round runs when the top seed holds less than this share of the question's words
-
-
-def _needs_a_second_round(query: Query, top: Seed) -> bool:
-    """A question the top seed does not cover is likely about something that seed leads to (the woman who played
-    X, the order whose pin they took): then, and only then, the second round runs."""
-    text = query.conn.execute(
-        "select title || ' ' || coalesce(description, '') || ' ' || coalesce(tags, '') || ' ' || body"
-        " from concepts where id = ?", [top.id]).fetchone()[0]
-    return coverage(query.question, text) < BRIDGE_BELOW
 
 
 def bridge(query: Query, fused: list[dict[str, Any]], seeds: list[Seed]) -> list[Seed]:
