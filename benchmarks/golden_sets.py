@@ -9,6 +9,8 @@ vectors), then runs `datasette_okf.evaluate` on it. The sets:
 - examples, examples-mentions: examples/campaign.golden.json (written with the example bundle), built without
   and with --link-mentions
 - thellade, 13th-age: benchmarks/golden/*.json, over the real vaults in ../shared/corpora
+- okf-samples: benchmarks/golden/okf-samples.json, over four of Google's OKF sample bundles built into one database
+  (acme_retail, crypto_bitcoin, ga4, stackoverflow), with adversarial questions that share their vocabulary
 - hotpotqa, hotpotqa-mentions: hotpotqa-mini's questions (two supporting notes each), built without and with
   --link-mentions
 
@@ -37,26 +39,32 @@ def hotpotqa_golden(corpus: Path) -> list[dict]:
             for q in json.loads((corpus / "questions.json").read_text())]
 
 
-def sets(shared: Path) -> dict[str, tuple[Path, list[dict], dict]]:
-    """name -> (bundle folder, golden questions, build options)."""
+def sets(shared: Path) -> dict[str, tuple[list[Path], list[dict], dict]]:
+    """name -> (bundle folders, golden questions, build options)."""
     corpora = shared / "corpora"
     hotpotqa = hotpotqa_golden(corpora / "hotpotqa-mini")
+    examples = json.loads((ROOT / "examples" / "campaign.golden.json").read_text())
+    okf_samples = [corpora / "okf-samples" / name for name in ("acme_retail", "crypto_bitcoin", "ga4", "stackoverflow")]
     return {
-        "examples": (ROOT / "examples" / "campaign", json.loads((ROOT / "examples" / "campaign.golden.json").read_text()), {}),
-        "examples-mentions": (ROOT / "examples" / "campaign",
-                              json.loads((ROOT / "examples" / "campaign.golden.json").read_text()), {"link_mentions": True}),
-        "thellade": (corpora / "thellade-campaign-vault" / "vault", json.loads((HERE / "golden" / "thellade.json").read_text()), {}),
-        "13th-age": (corpora / "13th-age-srd-vault" / "vault", json.loads((HERE / "golden" / "13th-age.json").read_text()), {}),
-        "hotpotqa": (corpora / "hotpotqa-mini" / "notes", hotpotqa, {}),
-        "hotpotqa-mentions": (corpora / "hotpotqa-mini" / "notes", hotpotqa, {"link_mentions": True}),
+        "examples": ([ROOT / "examples" / "campaign"], examples, {}),
+        "examples-mentions": ([ROOT / "examples" / "campaign"], examples, {"link_mentions": True}),
+        "thellade": ([corpora / "thellade-campaign-vault" / "vault"], golden("thellade"), {}),
+        "13th-age": ([corpora / "13th-age-srd-vault" / "vault"], golden("13th-age"), {}),
+        "okf-samples": (okf_samples, golden("okf-samples"), {}),
+        "hotpotqa": ([corpora / "hotpotqa-mini" / "notes"], hotpotqa, {}),
+        "hotpotqa-mentions": ([corpora / "hotpotqa-mini" / "notes"], hotpotqa, {"link_mentions": True}),
     }
+
+
+def golden(name: str) -> list[dict]:
+    return json.loads((HERE / "golden" / f"{name}.json").read_text())
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--shared", default=str(ROOT.parent / "shared"))
     parser.add_argument("--work", default="build/golden")
-    parser.add_argument("--sets", default="examples,examples-mentions,thellade,13th-age,hotpotqa,hotpotqa-mentions")
+    parser.add_argument("--sets", default="examples,examples-mentions,thellade,13th-age,okf-samples,hotpotqa,hotpotqa-mentions")
     parser.add_argument("--modes", default=MODES)
     parser.add_argument("--by-question", action="store_true")
     parser.add_argument("--save", help="write the whole report as JSON here")
@@ -68,16 +76,16 @@ def main() -> None:
     modes = [m for m in args.modes.split(",") if m]
     reports = {}
     for name in args.sets.split(","):
-        folder, golden, options = available[name]
+        folders, questions, options = available[name]
         db = work / f"{name}.db"
         plain = work / f"{name.removesuffix('-mentions')}.db"
         if options.get("link_mentions") and not db.exists() and plain.exists():
             shutil.copyfile(plain, db)  # the same notes: reuse their vectors
         started = time.perf_counter()
         if not args.no_build:
-            build([folder], db, **options)
-        print(f"\n### {name} ({len(golden)} questions; built in {time.perf_counter() - started:.0f} s)\n", flush=True)
-        reports[name] = evaluate(str(db), golden, modes)
+            build(folders, db, **options)
+        print(f"\n### {name} ({len(questions)} questions; built in {time.perf_counter() - started:.0f} s)\n", flush=True)
+        reports[name] = evaluate(str(db), questions, modes)
         print(as_table(reports[name], markdown=True))
         if args.by_question:
             print("\n" + misses(reports[name]))

@@ -36,7 +36,7 @@ from .render import (
 )
 from .schema import check_format, read_meta, stored_model
 from .sqlfunctions import prepare_connection
-from .titles import MAX_QUESTION, coverage, words
+from .titles import MAX_QUESTION, coverage, names, words
 
 T = TypeVar("T")
 RRF_K = 60
@@ -384,9 +384,12 @@ def gate(query: Query, fused: list[dict[str, Any]]) -> tuple[bool, str]:
     """2. Confident when the question names a title or alias, the top keyword match covers most of its words,
     or the nearest chunk is as similar as the bundle's calibrated threshold; otherwise nothing is returned. The
     same evidence in every mode: what a mode's lists did not look at is looked up here (docs/design.md §3)."""
-    title_hit, top_keyword, best = _evidence(query, fused)
-    if title_hit:
+    titled, top_keyword, best = _evidence(query, fused)
+    unknown = [row["name"] for row in query.run("names", UNKNOWN_NAMES_SQL, {"question": query.question})]
+    if titled and (not unknown or _named(query, titled, unknown)):
         return True, "the question names a concept's title or alias"
+    if unknown:
+        return False, f"the question names {', '.join(unknown)}, which no note mentions"
     options = query.options
     if top_keyword:
         text = query.conn.execute(
@@ -407,13 +410,30 @@ def gate(query: Query, fused: list[dict[str, Any]]) -> tuple[bool, str]:
     )
 
 
-def _evidence(query: Query, fused: list[dict[str, Any]]) -> tuple[bool, str | None, float]:
-    """(a title named, the top keyword match, the best chunk's similarity), from the lists that ran, the rest
-    looked up with the same statements at k = 1."""
+UNKNOWN_NAMES_SQL = """
+-- the question's proper names that no note contains: it is about something else (docs/design.md §3)
+select value as name from json_each(okf_names(:question))
+where not exists (select 1 from concepts_fts where concepts_fts match '"' || value || '"')
+"""
+
+
+def _named(query: Query, titled: list[str], unknown: list[str]) -> bool:
+    """Whether the question writes one of the titles it matched as a name (capitalised): that vouches for it
+    despite a name no note has (a typo, another spelling); a common word ("the Reddit comments table" matching
+    the note "Comments") does not."""
+    spoken = {name.casefold() for name in names(query.question)} - {name.casefold() for name in unknown}
+    rows = query.conn.execute("select title || ' ' || coalesce(aliases, '') from concepts"
+                              " where id in (select value from json_each(?))", [json.dumps(titled)])
+    return any(spoken & set(words(row[0])) for row in rows)
+
+
+def _evidence(query: Query, fused: list[dict[str, Any]]) -> tuple[list[str], str | None, float]:
+    """(the notes whose title or alias the question names, the top keyword match, the best chunk's similarity),
+    from the lists that ran, the rest looked up with the same statements at k = 1."""
     if "title" in query.lists:
-        title_hit = any(row.get("title_rank") for row in fused)
+        titled = [row["id"] for row in fused if row.get("title_rank")]
     else:
-        title_hit = bool(json.loads(query.conn.execute("select okf_title_matches(?)", [query.question]).fetchone()[0]))
+        titled = json.loads(query.conn.execute("select okf_title_matches(?)", [query.question]).fetchone()[0])
     params = {"question": query.question, "k": 1, "vector_k": query.options.vector_k,
               "candidates": query.options.candidates}
     if "fts" in query.lists:
@@ -431,7 +451,7 @@ def _evidence(query: Query, fused: list[dict[str, Any]]) -> tuple[bool, str | No
             best = 0.0
     else:
         best = 0.0
-    return title_hit, top_keyword, best
+    return titled, top_keyword, best
 
 
 BRIDGE_SEEDS = 2  # notes a second round may add below the first round's seeds

@@ -21,7 +21,7 @@ from .graph import graph_expand, walk_arguments
 from .hamming import hamming_candidates
 from .markdown import slug
 from .schema import IS_LOG, MAX_FILE_BYTES, load_sqlite_vec, stored_model
-from .titles import MAX_QUESTION, TitleIndex, coverage, fts_query
+from .titles import MAX_QUESTION, TitleIndex, coverage, fts_query, names
 
 MAX_NOTE = MAX_FILE_BYTES  # characters: the largest text a build stores (okf_slug and okf_coverage read them)
 MAX_WALK_ARGUMENT = 1024 * 1024  # characters of graph_expand's seeds or options JSON: 100 ids, or the tie_ranks
@@ -125,6 +125,8 @@ def prepare_connection(conn: Any) -> None:
     register("okf_embed", (1, 2), okf_embed, ("text", MAX_QUESTION), ("model", MAX_QUESTION))
     register("okf_title_matches", (1,), okf_title_matches, ("text", MAX_QUESTION))
     register("okf_fts_query", (1,), lambda text: fts_query(as_text(text)), ("text", MAX_QUESTION), deterministic=True)
+    register("okf_names", (1,), lambda text: json.dumps(names(as_text(text))), ("text", MAX_QUESTION),
+             deterministic=True)
     register("okf_coverage", (2,), lambda question, text: coverage(as_text(question), as_text(text)),
              ("question", MAX_QUESTION), ("text", MAX_NOTE), deterministic=True)
     register("okf_slug", (1,), lambda text: slug(as_text(text)), ("text", MAX_NOTE), deterministic=True)

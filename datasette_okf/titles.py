@@ -65,6 +65,32 @@ def coverage(question: str, text: str) -> float:
     return len(present & wanted) / len(wanted)
 
 
+_CAPITALISED = re.compile(r"[^\W\d_][\w'’-]*")
+_SENTENCE_END = ".?!:;"
+_CALENDAR = frozenset([  # capitalised, yet not names: notes write dates as numbers (2026-06-30)
+    "january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november",
+    "december", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec",
+    "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday",
+])
+
+
+def names(text: str) -> list[str]:
+    """The capitalised words of `text` that do not start a sentence — the proper names it uses ("Snowflake",
+    "Ethereum", "Sistine") — split at hyphens and apostrophes, each at least 3 letters, no stopwords, months or
+    weekdays, in order, each once. The confidence gate asks the bundle whether it knows them (docs/design.md §3)."""
+    found: dict[str, None] = {}
+    for match in _CAPITALISED.finditer(text):
+        word = match[0]
+        before = text[: match.start()].rstrip(" \t\n\"'“‘([")
+        if not word[0].isupper() or not before or before[-1] in _SENTENCE_END:
+            continue
+        for part in re.split(r"[-'’]", word):
+            folded = part.casefold()
+            if len(part) >= 3 and folded not in STOPWORDS and folded not in _CALENDAR and not part.isdigit():
+                found.setdefault(part)
+    return list(found)
+
+
 def fts_query(text: str) -> str:
     """An FTS5 MATCH expression that no user text can break: content words, quoted, OR-ed."""
     terms = content_words(text) or words(text)

@@ -312,6 +312,19 @@ def test_the_gate_weighs_the_same_evidence_in_every_mode(campaign_db):
         assert len(set(verdicts.values())) == 1, (question, verdicts)
 
 
+def test_a_name_no_note_mentions_is_rejected_in_every_mode_unless_a_title_is_named(campaign_db):
+    """Out-of-bundle questions share the bundle's words ("monsters", "harbour") but name something it does not
+    know; a capitalised title the question names still vouches for it (a typo, another spelling elsewhere)."""
+    for mode in MODES:
+        rejected = context_for(campaign_db, "Which monsters haunt the harbour of Waterdeep?", mode=mode)
+        assert not rejected["confident"] and rejected["nodes"] == []
+        assert rejected["reason"] == "the question names Waterdeep, which no note mentions"
+        assert "names" in rejected["sql"]
+        named = context_for(campaign_db, "Has Nessa Thorne ever sailed to Waterdeep?", mode=mode)
+        assert named["confident"] and "people/nessa-thorne" in ids(named)
+    assert context_for(campaign_db, "Which monsters haunt the harbour?")["confident"]  # the bundle's own words
+
+
 def test_the_gate_uses_the_bundles_own_calibration(campaign_db):
     """The build calibrates the vector threshold on off-topic questions (calibrate.py); the gate uses it unless
     the caller sets one."""

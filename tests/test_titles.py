@@ -2,7 +2,7 @@
 
 import pytest
 
-from datasette_okf.titles import TitleIndex, content_words, coverage, fts_query
+from datasette_okf.titles import TitleIndex, content_words, coverage, fts_query, names
 
 INDEX = TitleIndex([("ai", "AI"), ("go", "Go"), ("gulls", "Black Gulls"), ("gulls", "The Gull Queen"),
                     ("lilu", "Lilu (mythology)"), ("the", "The")])
@@ -54,3 +54,11 @@ def test_a_name_that_is_only_a_number_or_one_letter_is_never_matched():
     assert index.find("What happened in the year 1?") == []
     assert index.find("The treasure marked X is where?") == []
     assert index.find("What did Session 8 reveal?") == [("s8", "session 8")]  # a longer name still matches
+
+
+def test_names_are_the_capitalised_words_that_do_not_start_a_sentence():
+    assert names("How do I add a clustering key to a Snowflake table?") == ["Snowflake"]
+    assert names("The locals said so. Roughly how long? Who knows: Nobody") == []  # sentence starts
+    assert names('In "Bon Cop, Bad Cop", did Hugo Rodríguez-Romero play?') == ["Bon", "Cop", "Bad", "Hugo", "Rodríguez", "Romero"]
+    assert names("Is it GA4's table, or O'Neill's, or the DM's?") == ["GA4", "Neill"]  # 3+ letters, no stopwords
+    assert names("What changed on 30 June 2026, a Monday?") == []  # notes write dates as numbers
