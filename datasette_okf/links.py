@@ -211,7 +211,8 @@ class PathIndex:
             found = self._lookup(normal, folder_link=path.endswith("/"))
             if found:
                 return Resolution(found.status, found.path, anchor, found.candidates)
-        return Resolution("dead", None, anchor)
+        # a missing image or PDF is a missing attachment, as for wikilinks, not a dead note link
+        return Resolution("missing-file" if _has_other_extension(path.casefold()) else "dead", None, anchor)
 
     def _lookup(self, normal: str, folder_link: bool) -> Resolution | None:
         if normal == ".":

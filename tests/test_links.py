@@ -94,6 +94,8 @@ def test_non_markdown_files_are_not_broken():
 
 def test_dead_escaping_and_external_targets():
     assert INDEX.resolve_path("people/mira.md", "/places/ashen-abbey.md").status == "dead"
+    # before: a markdown link to a missing image was a dead note link, a wikilink to it a missing attachment
+    assert INDEX.resolve_path("people/mira.md", "maps/harbour.png").status == "missing-file"
     assert INDEX.resolve_path("people/mira.md", "../../outside.md").status == "escapes-bundle"
     assert INDEX.resolve_path("people/mira.md", "/../../etc/passwd").status == "escapes-bundle"
     assert INDEX.resolve_path("people/mira.md", "https://example.com/a.md").status == "external"

@@ -1,6 +1,7 @@
 -- title: log.md out of order
--- description: log.md entries must sit under ISO 8601 YYYY-MM-DD headings, newest first (OKF §9). Fix the heading or move the entry.
+-- description: log.md entries must sit under ISO 8601 YYYY-MM-DD headings, newest first (OKF §9). Fix the heading or move the entry. An error under the okf lint profile (OKF §11 makes log.md's structure part of conformance); a warning under vault, where log.md is an ordinary note's name.
 -- level: error
+-- vault-level: warning
 with entries as (
   select bundle, file, line, date, text,
     lag(date) over (partition by bundle, file order by line) as previous
