@@ -85,7 +85,7 @@ def drive(port: int, paths: list[str], clients: int, seconds: float) -> dict[str
 
 def rebuild_loop(bundle: Path, db: Path, model: str | None, stop: threading.Event, counts: dict) -> None:
     note = min(p for p in bundle.rglob("*.md") if p.name not in ("index.md", "log.md"))
-    command = [sys.executable, "-m", "datasette", "okf", "build", str(bundle), "-o", str(db)]
+    command = [sys.executable, "-m", "datasette", "okf", "build", str(bundle), "-o", str(db), "--no-embedding-cache"]
     if model == "hash":
         command = [sys.executable, str(HERE / "hash_model.py"), str(bundle), str(db)]
     elif model:

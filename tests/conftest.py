@@ -138,3 +138,19 @@ def datasette_server(campaign_db):
     """`datasette serve` of the example database (with metadata.yml) on a free 127.0.0.1 port; yields its URL."""
     with running_datasette(str(campaign_db), "--metadata", str(ROOT / "metadata.yml")) as url:
         yield url
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _session_embedding_cache(tmp_path_factory):
+    """Builds in session-scoped fixtures (campaign_db) use a throw-away vector cache too, never ~/.cache."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DATASETTE_OKF_CACHE", str(tmp_path_factory.mktemp("embedding-cache") / "vectors.db"))
+        yield
+
+
+@pytest.fixture(autouse=True)
+def embedding_cache_file(monkeypatch, tmp_path_factory):
+    """Every test gets its own empty vector cache (vector_cache.py), outside its tmp_path; never the user's."""
+    path = tmp_path_factory.mktemp("embedding-cache") / "vectors.db"
+    monkeypatch.setenv("DATASETTE_OKF_CACHE", str(path))
+    return path
