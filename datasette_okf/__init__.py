@@ -4,8 +4,8 @@ The hooks below only wire things together; each concern lives in its own module.
 Code map, in data-flow order (files -> records -> SQLite -> queries -> context -> surfaces);
 a module imports only modules above it in this list (tests/test_layers.py):
 
-  schema markdown titles deadline locks   what a database is; markdown text; words; deadlines; file locks
-  frontmatter links chunks embed calibrate   YAML; links found and resolved; chunks; embedding models; the gate's calibration
+  schema markdown folder_types titles deadline locks   what a database is; readable text; types by folder; words; deadlines; locks
+  frontmatter links chunks embed vector_cache calibrate   YAML; links; chunks; embedding models; the shared vector cache; the gate's calibration
   bundle derived store                    files -> records; derived files; records -> SQLite (the build)
   graph hamming sqlfunctions              the walk, 1-bit vector candidates, SQL functions on a connection
   options render retrieve                 ContextOptions; context text; context_for's stages

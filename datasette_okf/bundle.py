@@ -18,19 +18,20 @@ import posixpath
 import re
 import stat
 import unicodedata
-from collections import Counter
-from collections.abc import Callable, Iterable
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import astuple, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .folder_types import DEFAULT_TYPES, folder_name, type_for
 from .frontmatter import FrontmatterError, parse_frontmatter, split_frontmatter
 from .links import PathIndex, RawLink, Resolution, find_links, find_wikilinks
-from .markdown import decode, headings, is_binary, mask_code, slug
+from .markdown import decode, heading, headings, is_binary, mask_code, readable, slug
 from .schema import MAX_FILE_BYTES, TIMELINE, is_derived_timeline
 from .titles import TitleIndex, words
 
-PARSER_VERSION = "5"  # bump when parsing changes, so unchanged files are re-read
+PARSER_VERSION = "6"  # bump when parsing changes, so unchanged files are re-read
 RESERVED = {"index.md", "log.md"}  # OKF §3.1
 LOG_TYPE = "Log"  # the type of a log.md note (OKF §9) that does not give one
 
@@ -64,6 +65,9 @@ class Concept:
     superseded_by: str | None
     is_index: bool
     content_hash: str
+    type_source: str | None = None  # frontmatter | folder (inferred for a vault) | log (OKF §9); None: no type
+    description_source: str | None = None  # frontmatter | body (its first sentence of its own)
+    is_stub: bool = False  # a template with nothing filled in: never a seed
 
 
 @dataclass
@@ -316,15 +320,12 @@ def parse_bundle(
             for problem in log_date_problems(entries):
                 bundle.build_issues.append(BuildIssue(bundle.name, doc.path, "warning", problem + " (OKF §9)"))
             folder = posixpath.basename(posixpath.dirname(doc.path))
-            concept.type = concept.type or LOG_TYPE
+            if concept.type is None:
+                concept.type, concept.type_source = LOG_TYPE, "log"
             if concept.title == "log":
                 concept.title = f"Log of {folder}" if folder else "Log"
         if doc.path == "index.md" and "okf_version" in doc.frontmatter:
             bundle.okf_version = str(doc.frontmatter["okf_version"])  # OKF §12
-        if concept.type is None and not concept.is_index:
-            bundle.build_issues.append(
-                BuildIssue(bundle.name, doc.path, "warning", "no `type` in frontmatter (OKF §4.1); indexed anyway")
-            )
         bundle.concepts.append(concept)
         bundle.headings.extend(
             Heading(concept.id, level, text, slug(text), line)
@@ -332,11 +333,100 @@ def parse_bundle(
         )
         _link(bundle, index, index_key, doc, concept)
 
+    for concept in bundle.concepts:
+        if concept.type is not None or concept.is_index:
+            continue
+        if bundle.okf_version is None:  # a plain vault: the folder says what a note is
+            concept.type, concept.type_source = type_for(concept.path, DEFAULT_TYPES)[0], "folder"
+        else:
+            bundle.build_issues.append(
+                BuildIssue(bundle.name, concept.path, "warning", "no `type` in frontmatter (OKF §4.1); indexed anyway")
+            )
+    describe_and_find_stubs(bundle.concepts)
     _derive_superseded_by(bundle)
     bundle.edges.extend(sequence_edges(bundle.concepts))
     if link_mentions:
         bundle.edges.extend(mention_edges(bundle.concepts, bundle.edges))
     return bundle
+
+
+TEMPLATE_NOTES = 3  # a sentence or line in more notes than this (with different text) is template, not content
+STUB_WORDS = 4  # template lines and fewer words of its own than this: an unfilled template
+DESCRIPTION_CHARS = 200
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_FIELD = re.compile(r"^[-+*_\s]*[\w'’ ]{1,40}?[*_]*:[*_]*\s")  # a `Key: value` line, Dataview's fields among them
+_FENCE_MARK = re.compile(r"^[ \t]*(?:`{3,}|~{3,})")
+_QUOTATION = re.compile(r"^[\"“”'‘’].*[\"“”'‘’]$")
+
+
+def describe_and_find_stubs(concepts: list[Concept]) -> None:
+    """Give a note without a frontmatter description its first sentence of its own (OKF §4.1 makes
+    description optional; retrieval and the context show one), and mark unfilled templates as stubs.
+
+    "Of its own": a sentence or line written the same way in more than TEMPLATE_NOTES notes whose text
+    differs is a template's placeholder ("A script for the GM to read when the party arrive…"), not a
+    description; identical notes (copies) do not make each other's sentences template text.
+    """
+    notes = [c for c in concepts if not c.is_index]
+    lines = {c.id: _content_lines(c.body) for c in notes}
+    bodies_with: dict[str, set[int]] = defaultdict(set)
+    for c in notes:
+        digest = hash(c.body)
+        for line, _ in lines[c.id]:
+            bodies_with[line].add(digest)
+        for sentence in _sentences(line for line, prose in lines[c.id] if prose):
+            bodies_with[sentence].add(digest)
+    template = {text for text, bodies in bodies_with.items() if len(bodies) > TEMPLATE_NOTES}
+    for c in notes:
+        own = [(line, prose) for line, prose in lines[c.id] if line not in template]
+        # a template's lines and (almost) nothing else, or no text at all; a short note of its own is no stub
+        c.is_stub = sum(len(line.split()) for line, _ in own) < STUB_WORDS and (len(own) < len(lines[c.id]) or not own)
+        if c.description is None:
+            prose = [line for line, is_prose in own if is_prose]
+            sentences = itertools.chain(_sentences(line for line in prose if not _FIELD.match(line)),
+                                        _sentences(line for line in prose if _FIELD.match(line)))  # "Role: priest"
+            sentence = next((s for s in sentences if s not in template), None)
+            if sentence:
+                c.description, c.description_source = _shortened(sentence), "body"
+            else:  # nothing of its own to quote: say what and where it is, not a template's words
+                c.description, c.description_source = _placement(c), "folder"
+        inferred = json.dumps([c.type, c.type_source, c.description, c.is_stub], ensure_ascii=False)
+        c.content_hash = hashlib.sha256(f"{c.content_hash}:{inferred}".encode()).hexdigest()
+
+
+def _placement(concept: Concept) -> str:
+    """"Silverglade, a Place in Mwingu Isles, The Outcast Isles (an unfilled template)"."""
+    folders = [folder_name(part) for part in concept.path.split("/")[:-1]][::-1][:2]
+    where = f" in {', '.join(folders)}" if folders else ""
+    kind = concept.type or "note"
+    article = "an" if kind[:1].lower() in "aeiou" else "a"
+    stub = " (an unfilled template)" if concept.is_stub else ""
+    return f"{concept.title}, {article} {kind}{where}{stub}"
+
+
+def _content_lines(text: str) -> list[tuple[str, bool]]:
+    """A note's readable lines that could be content, stripped, each with whether it is prose (not code, not
+    a table row): headings, fence lines and blank lines left out."""
+    masked = mask_code(text).split("\n")
+    return [(line.strip(), bool(outside.strip()) and "|" not in line)
+            for line, outside in zip(text.split("\n"), masked)
+            if line.strip() and not heading(line) and not _FENCE_MARK.match(line)]
+
+
+def _sentences(lines: Iterable[str]) -> Iterator[str]:
+    """Prose sentences of at least three words, markup stripped; epigraphs (a whole quotation) skipped.
+    Split at sentence ends in one pass: a lazy `.+?[.!?]` search is quadratic on a long line without any."""
+    for line in lines:
+        text = re.sub(r"[*_`]+", "", line).strip().lstrip("-+ ").strip()
+        if len(text.split()) < 3 or _QUOTATION.match(text):
+            continue
+        for sentence in _SENTENCE_END.split(text):
+            if len(sentence.split()) >= 3:
+                yield sentence.strip()
+
+
+def _shortened(sentence: str) -> str:
+    return sentence if len(sentence) <= DESCRIPTION_CHARS else sentence[: DESCRIPTION_CHARS - 3].rstrip() + "..."
 
 
 _ISO_DAY = re.compile(r"(?<!\d)\d{4}-\d{2}-\d{2}(?!\d)")
@@ -414,6 +504,7 @@ class _Document:
     body: str
     body_line: int
     digest: str
+    text: str = ""  # the body as a reader sees it (markdown.readable)
     frontmatter_text: str = ""
     cache_key: str = ""
     links: list[RawLink] = field(default_factory=list)
@@ -466,11 +557,12 @@ def _read_document(bundle: Bundle, source: SourceFile, cache: dict[str, Any]) ->
             "issues": issues,
             "links": [[l.kind, l.target, l.text, l.line] for l in find_links(body, body_line)],
             "headings": headings(body, body_line),
+            "text": readable(body, _text(frontmatter.get("title")) or name[:-3]),
         }
     for severity, message in cached["issues"]:
         bundle.build_issues.append(BuildIssue(bundle.name, source.path, severity, message))
     return _Document(
-        source.path, name, cached["frontmatter"], body, body_line, source.digest, yaml_text or "", key,
+        source.path, name, cached["frontmatter"], body, body_line, source.digest, cached["text"], yaml_text or "", key,
         links=[RawLink(*link) for link in cached["links"]], headings=[tuple(h) for h in cached["headings"]],
     )
 
@@ -495,11 +587,13 @@ def _concept(bundle: str, doc: _Document) -> Concept:
         bundle=bundle,
         path=doc.path,
         type=_text(fm.get("type")),
+        type_source="frontmatter" if _text(fm.get("type")) else None,
         title=title,
         description=_text(fm.get("description")),
+        description_source="frontmatter" if _text(fm.get("description")) else None,
         tags=[t.lstrip("#") for t in _string_list(fm.get("tags"))],
         aliases=_string_list(fm.get("aliases", fm.get("alias"))),
-        body=doc.body,
+        body=doc.text,
         frontmatter=fm,
         sources=sources,
         status=(_text(fm.get("status")) or "stable").lower(),  # OKF §5.4

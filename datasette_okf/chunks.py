@@ -4,9 +4,8 @@ A whole-note embedding of a real vault note sees mostly plugin markup in its
 first 256 tokens (thellade NOTES.md), so every note is cut at its headings into
 pieces of at most ~200 words: a session log's scenes, an NPC's sections. Each
 chunk's embedded text carries the concept's title and description, so a chunk
-about "Appearance" still knows whose appearance it is. Obsidian plugin blocks
-(dataview, meta-bind, buttons…) carry no prose and are left out; other fenced
-code (a monster's statblock, a query) is kept.
+about "Appearance" still knows whose appearance it is. The text cut is the
+note's readable text (markdown.readable: plugin markup already left out).
 """
 
 from __future__ import annotations
@@ -15,19 +14,9 @@ import hashlib
 import re
 from dataclasses import dataclass
 
-from .markdown import drop_comments, fences, heading
+from .markdown import fences, heading
 
 MAX_WORDS = 200
-
-_LANGUAGE = re.compile(r"[\w.+-]*")  # of a fence's info string: `dataview` in "```dataview"
-PLUGIN_BLOCKS = frozenset(
-    ["dataview", "dataviewjs", "meta-bind", "meta-bind-js-view", "meta-bind-button", "button", "tasks", "query", "leaflet", "tracker", "chart", "mermaid", "base", "contributions"]
-)
-_PLUGIN_INLINE = re.compile(r"`(?:INPUT|VIEW|BUTTON)\[[^`]*`|`=[^`]*`|`\$=[^`]*`")
-# Infobox scaffolding: table rules, empty rows, "**Key** |  |" rows with no value.
-_CALLOUT = re.compile(r"^([>\s]*)\[![^\]]*\][-+]?[ \t]*")
-_QUOTED_HEADING = re.compile(r"^([>\s]*>[>\s]*)#{1,6}[ \t]*")
-_EMPTY_ROW = re.compile(r"^[>\s]*(?:\*\*[^*|]*\*\*|[^|]{0,40})?\s*\|[\s|:-]*$")
 
 
 @dataclass(frozen=True)
@@ -37,27 +26,17 @@ class Chunk:
     text: str
 
 
-def split_into_chunks(body: str, max_words: int = MAX_WORDS) -> list[Chunk]:
-    """Cut a markdown body at its headings, then into pieces of at most `max_words`."""
+def split_into_chunks(text: str, max_words: int = MAX_WORDS) -> list[Chunk]:
+    """Cut a note's readable text at its headings (outside code), then into pieces of at most `max_words`."""
     sections: list[tuple[str | None, list[str]]] = [(None, [])]
-    text = drop_comments(body)
-    blocks = iter(fences(text))
-    block = next(blocks, None)
+    code = [(block.start, block.end) for block in fences(text)]
     offset = 0
     for line in text.split("\n"):
         start, offset = offset, offset + len(line) + 1
-        while block is not None and block.end <= start:
-            block = next(blocks, None)
-        if block is not None and block.start <= start:  # fenced code: kept, unless a plugin's
-            if _LANGUAGE.match(block.info).group().lower() not in PLUGIN_BLOCKS:
-                sections[-1][1].append(line)
-            continue
-        found = heading(line)
+        found = None if any(a <= start < b for a, b in code) else heading(line)
         if found:
             sections.append((_clean_heading(found[1]), []))
-            continue
-        line = _QUOTED_HEADING.sub(r"\1", _CALLOUT.sub(r"\1", _PLUGIN_INLINE.sub("", line)))
-        if not _EMPTY_ROW.match(line):
+        else:
             sections[-1][1].append(line)
 
     chunks: list[Chunk] = []
@@ -85,14 +64,10 @@ def _pieces(text: str, max_words: int) -> list[str]:
     pieces: list[str] = []
     current: list[str] = []
     count = 0
-    for paragraph in re.split(r"\n[ \t>]*\n", text):
+    for paragraph in re.split(r"\n[ \t]*\n", text):
         words = paragraph.split()
-        lines = [line for line in paragraph.split("\n") if line.strip()]
-        if not words or (
-            all(line.lstrip().startswith(">") for line in lines)
-            and not any(len(line.replace(">", " ").split()) >= 3 for line in lines)
-        ):
-            continue  # empty, or a callout of bare labels (infobox scaffolding)
+        if not words:
+            continue
         while len(words) > max_words:  # an over-long paragraph is cut at word boundaries
             if current:
                 pieces.append("\n\n".join(current))

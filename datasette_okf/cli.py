@@ -13,7 +13,7 @@ import yaml
 from .embed import DEFAULT_MODEL, EmbeddingError
 from .evaluate import as_table, load_golden, misses
 from .evaluate import evaluate as run_evaluation
-from .lint import run_lint
+from .lint import PROFILES, choose_profile, link_problem_words, run_lint
 from .options import MODES, BadOption, ContextOptions
 from .retrieve import connection, context_for
 from .store import BuildError, BuildRefused, BuildReport, Progress
@@ -104,9 +104,15 @@ class _Bars(Progress):
     "--lock-timeout", type=click.FloatRange(min=0), default=60, show_default=True,
     help="Seconds to wait for another build of the same database to finish",
 )
+@click.option(
+    "--embedding-cache", type=click.Path(dir_okay=False, path_type=Path),
+    help="Vector cache shared by every build (default: $DATASETTE_OKF_CACHE, else ~/.cache/datasette-okf/vectors.db)",
+)
+@click.option("--no-embedding-cache", is_flag=True, help="Neither read nor write the shared vector cache")
 def build(
     bundles: tuple[Path, ...], output: Path | None, prune: bool, strict: bool, model: str | None, no_embed: bool,
-    link_mentions: bool, write_bundle_files: bool, force: bool, lock_timeout: float,
+    link_mentions: bool, write_bundle_files: bool, force: bool, lock_timeout: float, embedding_cache: Path | None,
+    no_embedding_cache: bool,
 ):
     """Build BUNDLE folders (OKF bundles or Obsidian vaults) into one SQLite file.
 
@@ -116,12 +122,15 @@ def build(
     database wait for each other.
     """
     output = output or Path("build") / f"{bundles[0].resolve().name}.db"
+    if embedding_cache and no_embedding_cache:
+        raise click.UsageError("--embedding-cache and --no-embedding-cache exclude each other")
     bars = _Bars()
     try:
         report = build_database(
             bundles, output, prune=prune, embed=not no_embed, model=model, progress=bars, link_mentions=link_mentions,
             force=force, lock_timeout=lock_timeout, derived_files=True,
             into_bundles=[path.resolve().name for path in bundles] if write_bundle_files else [],
+            embedding_cache=False if no_embedding_cache else embedding_cache or True,
         )
     except BuildRefused as error:
         raise Refused(str(error))
@@ -200,12 +209,20 @@ def evaluate(database: Path, golden: Path, modes: str, fmt: str, by_question: bo
 @okf.command()
 @click.argument("database", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
-def lint(database: Path, fmt: str):
-    """Run every lint check on DATABASE; exit 1 if an error-level check has hits."""
-    results = run_lint(connection(str(database)))
+@click.option("--profile", type=click.Choice(PROFILES),
+              help="okf: the spec's rules (a concept without a type in its frontmatter is an error, OKF §11); "
+                   "vault: a plain Obsidian vault's (it is a warning). Default: okf when every bundle's root "
+                   "index.md declares okf_version (OKF §12), else vault")
+def lint(database: Path, fmt: str, profile: str | None):
+    """Run every lint check on DATABASE; exit 1 if a check at error level (under the profile) has hits."""
+    conn = connection(str(database))
+    chosen = choose_profile(conn, profile)
+    results = run_lint(conn, profile=chosen.name)
     if fmt == "json":
-        click.echo(json.dumps(results, indent=2, ensure_ascii=False))
+        click.echo(json.dumps({"profile": chosen.name, "profile_reason": chosen.reason, "checks": results},
+                              indent=2, ensure_ascii=False))
     else:
+        click.echo(f"profile: {chosen.name} ({chosen.reason})")
         for check in results:
             mark = "ok " if not check["rows"] else ("ERR" if check["level"] == "error" else "warn")
             click.echo(f"{mark:4} {check['title']}: {len(check['rows'])}")
@@ -230,7 +247,7 @@ def lint(database: Path, fmt: str):
 @click.option("--force", is_flag=True, help="Replace OUT if it is not empty")
 def convert(vault, out, type_map, config, report_path, report_json, generated_at, force):
     """Convert an Obsidian VAULT into an OKF v0.2 bundle in OUT, with a report of links left as written."""
-    from .convert import ConvertError, write_report
+    from .convert import ConvertError, notes_count, write_report
     from .convert import convert as run_convert
 
     settings = yaml.safe_load(config.read_text()) if config else {}
@@ -248,7 +265,20 @@ def convert(vault, out, type_map, config, report_path, report_json, generated_at
     report_path = report_path or out / "conversion-report.md"
     write_report(report, report_path, report_json)
     counts = ", ".join(f"{value} {name.replace('_', ' ')}" for name, value in report.counts.items())
-    click.echo(f"{out}: {counts} in {time.perf_counter() - started:.1f}s\nReport: {report_path}")
+    click.echo(f"{out}: {counts} in {time.perf_counter() - started:.1f}s")
+    suggestions = report.type_map_suggestions()
+    if suggestions:
+        notes = sum(s["notes"] for s in suggestions)
+        click.echo(f"{notes_count(notes)} in folders with no type mapping {'was' if notes == 1 else 'were'} typed Note; "
+                   "to type them, convert again with (each type guessed from the folder's name):")
+        for suggestion in suggestions[:10]:
+            click.echo(f"  {notes_count(suggestion['notes']):>10}  {suggestion['option']}")
+        if len(suggestions) > 10:
+            click.echo(f"  … {len(suggestions) - 10} more in the report")
+    if report.type_fallbacks.get(""):
+        root = len(report.type_fallbacks[""])
+        click.echo(f"{notes_count(root)} at the vault root {'was' if root == 1 else 'were'} typed Note (no folder to map).")
+    click.echo(f"Report: {report_path}")
 
 
 def summary(report: BuildReport) -> str:
@@ -260,10 +290,10 @@ def summary(report: BuildReport) -> str:
         lines.append(f"{b.name}: {b.concepts} concepts + {b.index_nodes} index nodes, {b.chunks} chunks ({state})")
         edges = ", ".join(f"{n} {kind}" for kind, n in b.edges_by_kind.items()) or "none"
         lines.append(f"  edges: {sum(b.edges_by_kind.values())} ({edges})")
-        problems = b.link_problems
+        problems, words = b.link_problems, link_problem_words()  # the lint checks' titles (lint.LINK_PROBLEMS)
         lines.append(
-            f"  links: {problems.get('dead', 0)} dead, {problems.get('ambiguous', 0)} ambiguous"
-            + "".join(f", {n} {p}" for p, n in problems.items() if p not in ("dead", "ambiguous"))
+            "  links: " + ", ".join(f"{problems.get(p, 0)} {w}" for p, w in words.items())
+            + "".join(f", {n} {p}" for p, n in problems.items() if p not in words)
         )
         lines.append(f"  issues: {b.errors} errors, {b.warnings} warnings")
         if b.kept_missing:
@@ -275,7 +305,7 @@ def summary(report: BuildReport) -> str:
         if e.model_changed_from:
             lines.append(f"embedding model changed from {e.model_changed_from} to {e.model}: every chunk was re-embedded")
         rate = f" ({e.embedded / e.seconds:.1f} chunks/s)" if e.embedded and e.seconds else ""
-        lines.append(f"vectors: {e.embedded} chunks embedded with {e.model} ({e.dimensions}-d) in {e.seconds:.1f}s{rate}")
+        lines.append(f"vectors: {e.embedded:,} chunks embedded{f', {e.cached:,} from the cache,' if e.cache else ''} with {e.model} ({e.dimensions}-d) in {e.seconds:.1f}s{rate}")
     lines.append(f"{report.output} in {report.seconds:.2f}s")
     if any(b.errors or b.warnings or b.link_problems for b in report.bundles):
         lines.append("Details: select * from build_issues / link_issues (or browse them in Datasette)")

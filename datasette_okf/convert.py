@@ -5,6 +5,11 @@ The vault is only read. Links are resolved by the same code the build uses
 build's link_issues for the vault. A wikilink becomes a relative markdown link
 only when it resolves to one note (and, with #Heading, to a heading that
 exists); everything else stays as written and is listed.
+
+The converter never changes what a note says: a converted link shows the text
+Obsidian showed, frontmatter properties stay as written (the build turns their
+wikilinks into `property` edges), and a frontmatter block that does not parse is
+kept verbatim in the body.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import json
 import posixpath
 import re
+import shlex
 import shutil
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -24,24 +30,11 @@ import yaml
 
 from . import __version__
 from .bundle import parse_bundle, scan_bundle
+from .folder_types import DEFAULT_TYPES, FALLBACK_TYPE, folder_key, folder_name, type_for
 from .frontmatter import FrontmatterError, parse_frontmatter, split_frontmatter
-from .links import find_wikilinks, wikilink_spans
-from .markdown import decode, mask_code, slug
+from .links import wikilink_spans
+from .markdown import decode, shown_text, slug
 
-DEFAULT_TYPES = {
-    "people": "Person", "person": "Person", "npcs": "Person", "npc": "Person", "characters": "Person",
-    "pcs": "Person", "players": "Person",
-    "places": "Place", "locations": "Place", "settlements": "Place", "regions": "Place", "districts": "Place",
-    "points of interest": "Place", "cities": "Place",
-    "sessions": "Session Log", "session notes": "Session Log", "session logs": "Session Log",
-    "bad guys": "Antagonist", "villains": "Antagonist", "antagonists": "Antagonist",
-    "organisations": "Organization", "organizations": "Organization", "factions": "Organization",
-    "guilds": "Organization",
-    "monsters": "Monster", "bestiary": "Monster", "creatures": "Monster",
-    "items": "Item", "magic items": "Item", "quests": "Quest", "deities": "Deity", "gods": "Deity",
-    "lore": "Lore", "spells": "Spell", "encounters": "Encounter", "religions": "Religion",
-}
-FALLBACK_TYPE = "Note"
 RESERVED_RENAMES = {"index.md": "index-note.md", "log.md": "log-note.md"}  # OKF §3.1 names, and what a note so named becomes
 
 
@@ -54,6 +47,9 @@ class Problem:
     candidates: list[str] = field(default_factory=list)
 
 
+UNPARSED_HEADING = "## Original frontmatter (did not parse)"
+
+
 @dataclass
 class Report:
     vault: str
@@ -62,14 +58,35 @@ class Report:
     problems: list[Problem] = field(default_factory=list)
     type_fallbacks: dict[str, list[str]] = field(default_factory=dict)
     renamed: dict[str, str] = field(default_factory=dict)
-    unparsed_frontmatter: list[str] = field(default_factory=list)
+    unparsed_frontmatter: dict[str, str] = field(default_factory=dict)  # path -> why it did not parse
+
+    def type_map_suggestions(self) -> list[dict[str, Any]]:
+        """One `--type-map` option per folder name that fell back to `Note`, most notes first.
+
+        A name maps every folder so called (type_for), so folders of one name share a line.
+        Notes at the vault root have no folder to map and get no line.
+        """
+        groups: dict[str, dict[str, Any]] = {}
+        for folder, notes in self.type_fallbacks.items():
+            if not folder:
+                continue
+            name = folder_name(posixpath.basename(folder))
+            group = groups.setdefault(folder_key(name), {"folder": name, "notes": 0, "folders": []})
+            group["notes"] += len(notes)
+            group["folders"].append(folder)
+        suggestions = []
+        for group in sorted(groups.values(), key=lambda g: (-g["notes"], g["folder"].casefold())):
+            type_name = suggested_type(group["folder"])
+            suggestions.append({"option": type_map_option(group["folder"], type_name), "type": type_name,
+                                **group, "folders": sorted(group["folders"])})
+        return suggestions
 
     def as_json(self) -> dict[str, Any]:
         return {
             "vault": self.vault, "out": self.out, "counts": self.counts,
             "problems": [p.__dict__ for p in self.problems],
-            "type_fallbacks": self.type_fallbacks, "renamed": self.renamed,
-            "unparsed_frontmatter": self.unparsed_frontmatter,
+            "type_fallbacks": self.type_fallbacks, "type_map_suggestions": self.type_map_suggestions(),
+            "renamed": self.renamed, "unparsed_frontmatter": self.unparsed_frontmatter,
         }
 
     def as_markdown(self) -> str:
@@ -80,14 +97,30 @@ class Report:
                  f"# Conversion report: {self.vault} -> {self.out}", "", "## Counts", ""]
         lines += [f"- {name}: {value}" for name, value in self.counts.items()]
         if self.type_fallbacks:
-            lines += ["", f"## Folders with no type mapping (type `{FALLBACK_TYPE}` used)", ""]
-            lines += [f"- `{folder or '(vault root)'}`: {len(notes)} notes" for folder, notes in sorted(self.type_fallbacks.items())]
+            notes = sum(len(n) for n in self.type_fallbacks.values())
+            lines += ["", f"## Folders with no type mapping (type `{FALLBACK_TYPE}` used)", "",
+                      (f"{notes_count(notes)} in {len(self.type_fallbacks)} folders got the fallback type `{FALLBACK_TYPE}`. "
+                       "To type them, convert again with these options; each type is a guess from the folder's "
+                       "name, so edit it as you like. A name maps every folder so called and the unmapped folders "
+                       "below it (the nearest mapped folder wins), so one line for a parent folder can stand for "
+                       "several below it."), ""]
+            for s in self.type_map_suggestions():
+                folders = ", ".join(f"`{f}`" for f in s["folders"])
+                lines.append(f"- {notes_count(s['notes'])}: `{s['option']}` ({folders})")
+            root = self.type_fallbacks.get("")
+            if root:
+                lines.append(f"- {notes_count(len(root))} at the vault root, which has no folder name to map: give them a "
+                             f"`type:` in their frontmatter ({', '.join(f'`{p}`' for p in sorted(root))})")
         if self.renamed:
             lines += ["", "## Renamed (OKF reserves index.md and log.md)", ""]
             lines += [f"- `{old}` -> `{new}`" for old, new in sorted(self.renamed.items())]
         if self.unparsed_frontmatter:
-            lines += ["", "## Frontmatter that does not parse (copied unchanged)", ""]
-            lines += [f"- `{path}`" for path in self.unparsed_frontmatter]
+            lines += ["", "## Frontmatter that does not parse", "",
+                      ("Each of these notes got a new frontmatter (type from its folder, title from its file name, "
+                       "the build's description); its original block is kept verbatim at the top of the body, in a "
+                       f"`yaml` code block under `{UNPARSED_HEADING}`, so nothing it said is lost. Fix the YAML in "
+                       "the vault and convert again to get its properties back."), ""]
+            lines += [f"- `{path}`: {why}" for path, why in sorted(self.unparsed_frontmatter.items())]
         lines += ["", "## Links left as written", "", "| file | line | target | problem | candidates |", "|---|---|---|---|---|"]
         for p in self.problems:
             lines.append(f"| {p.file} | {p.line or ''} | `{p.target}` | {p.problem} | {', '.join(p.candidates)} |")
@@ -98,36 +131,40 @@ class ConvertError(Exception):
     pass
 
 
-def type_for(path: str, type_map: dict[str, str]) -> tuple[str, str | None]:
-    """(type, None) from the nearest mapped folder, or (fallback, the note's folder) when none is mapped."""
-    folder = posixpath.dirname(path)
-    current = folder
-    while current:
-        name = re.sub(r"^[\d\s._-]+", "", posixpath.basename(current)).strip().casefold()
-        if name in type_map:
-            return type_map[name], None
-        current = posixpath.dirname(current)
-    return FALLBACK_TYPE, folder
+def notes_count(n: int) -> str:
+    return f"{n} note" if n == 1 else f"{n} notes"
 
 
-_SKIP_LINE = re.compile(r"^\s*(#|>|\||!\[|\[\[|[-*+]\s*$|---|```|~~~|%%|<)")
-_PLUGIN = re.compile(r"`?(?:INPUT|VIEW|BUTTON)\[[^\]]*\][^`]*`?|`=[^`]*`")
+_UNCHANGED_PLURALS = ("ss", "us", "is", "series", "species", "news")
 
 
-def first_sentence(body: str) -> str | None:
-    """The body's first prose sentence: no headings, callouts, tables, embeds, code, comments or plugin markup."""
-    for line, outside_code in zip(body.split("\n"), mask_code(body).split("\n")):
-        if not outside_code.strip() or _SKIP_LINE.match(line) or _PLUGIN.search(line):
-            continue
-        text = re.sub(r"\[\[([^\]|]+\|)?([^\]]+)\]\]", r"\2", line)
-        text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", text)
-        text = re.sub(r"[*_`]+", "", text).strip().lstrip("-*+ ").strip()
-        if len(text.split()) < 3:
-            continue
-        match = re.match(r"(.+?[.!?])(\s|$)", text)
-        sentence = (match.group(1) if match else text).strip()
-        return sentence if len(sentence) <= 200 else sentence[:197].rstrip() + "..."
-    return None
+def suggested_type(folder: str) -> str:
+    """A type name for a folder of notes: its last word made singular, simply.
+
+    "NPCs" -> "NPC", "Factions" -> "Faction", "Galaxies" -> "Galaxy", "Reaches" -> "Reach",
+    "Classes" -> "Class"; "Misc", "Lore", "Status" and "Series" stay as they are.
+    """
+    name = folder_name(folder)
+    head, _, word = name.rpartition(" ")
+    lower = word.casefold()
+    if lower.endswith(_UNCHANGED_PLURALS) or len(word) < 3:
+        singular = word
+    elif lower.endswith("ies"):
+        singular = word[:-3] + ("Y" if word[-3:].isupper() else "y")
+    elif lower.endswith(("ches", "shes", "sses", "xes", "zes")):
+        singular = word[:-2]
+    elif lower.endswith("s"):
+        singular = word[:-1]
+    else:
+        singular = word
+    return f"{head} {singular}" if head else singular
+
+
+def type_map_option(folder: str, type_name: str) -> str:
+    """`--type-map "Folder=Type"`, quoted so that it pastes into a shell as one argument."""
+    value = f"{folder}={type_name}"
+    quoted = f'"{value}"' if not re.search(r'["$`\\!]', value) else shlex.quote(value)
+    return f"--type-map {quoted}"
 
 
 class _Dumper(yaml.SafeDumper):
@@ -154,7 +191,7 @@ def convert(
         if not force:
             raise ConvertError(f"{out} is not empty; pass --force to replace what is there")
         shutil.rmtree(out)
-    types = {**DEFAULT_TYPES, **{k.casefold(): v for k, v in (type_map or {}).items()}}
+    types = {**DEFAULT_TYPES, **{folder_key(k): v for k, v in (type_map or {}).items()}}
 
     scanned = scan_bundle(vault)
     bundle = parse_bundle(scanned)
@@ -167,6 +204,7 @@ def convert(
     renamed = {f.path: _renamed(f.path, index.files) for f in scanned.files if posixpath.basename(f.path).lower() in RESERVED_RENAMES}
     report.renamed = renamed
     moved = lambda path: renamed.get(path, path)
+    concepts = {c.path: c for c in bundle.concepts}
     path_of = {c.id: c.path for c in bundle.concepts}
     headings: dict[str, set[str]] = defaultdict(set)
     for heading in bundle.headings:
@@ -181,13 +219,13 @@ def convert(
         target.parent.mkdir(parents=True, exist_ok=True)
         text, _ = decode(source.data)  # as the build reads it; written back as UTF-8
         yaml_text, body, body_line = split_frontmatter(text)
+        unparsed = None
         try:
             fm = parse_frontmatter(yaml_text) if yaml_text is not None else {}
-        except FrontmatterError:
-            report.unparsed_frontmatter.append(source.path)
-            target.write_text(text, encoding="utf-8")
-            counts["notes"] += 1
-            continue
+        except FrontmatterError as error:
+            # Written afresh (a concept needs a type, OKF §4.1, §11); the block itself is kept below.
+            fm, unparsed = {}, yaml_text
+            report.unparsed_frontmatter[source.path] = str(error)
         stem = posixpath.basename(source.path)[:-3]
         if not fm.get("type"):
             fm_type, fallback = type_for(source.path, types)
@@ -195,22 +233,32 @@ def convert(
             if fallback is not None:
                 report.type_fallbacks.setdefault(fallback, []).append(source.path)
                 counts["type_fallbacks"] += 1
-        fm.setdefault("title", stem)
-        description = first_sentence(body)
-        if description and not fm.get("description"):
-            fm["description"] = description
-        if "generated" not in fm:
+        fm.setdefault("title", stem)  # OKF §4.1: title and description are recommended
+        concept = concepts.get(source.path)
+        if not fm.get("description") and concept is not None and concept.description and (
+            getattr(concept, "description_source", None) != "folder"
+        ):
+            # The build's description (OKF §4.1: recommended), so the converted bundle reads as the vault did; not
+            # one the build made up from the note's folder, which names its own guess at the type: the build of
+            # the converted bundle makes that again, from the type written here.
+            fm["description"] = concept.description
+        if "generated" not in fm:  # OKF §5.2
             mtime = datetime.fromtimestamp((vault / source.path).stat().st_mtime, UTC)
             fm["generated"] = {"by": f"datasette-okf/{__version__}",
                                "at": generated_at or mtime.isoformat(timespec="seconds")}
-        relations = _frontmatter_relations(fm, source.path, index, moved)
-        if relations:
-            fm["relations"] = list(fm.get("relations") or []) + relations
-        new_body, converted, embeds, missing = _rewrite_body(body, body_line, source.path, index, headings, moved)
+        # Properties stay as written, a vault's own `relations` included, and none are made from them: the
+        # build reads their wikilinks as `property` edges (a link's kind is its context, OKF §6.1). `relations`
+        # is not OKF core (an extra key, §4.1) but the graph-wiki convention (seed 003 §4.3), whose hard rule
+        # is to assert both directions in one pass (§7.1; the asymmetric-relations lint, §7.3): one made here
+        # per property would be one-way (6,292 lint warnings on the Thellade vault).
+        new_body, converted, embeds, missing, via_alias = _rewrite_body(body, body_line, source.path, index, headings, moved)
         counts["links_converted"] += converted
+        counts["alias_links"] += via_alias
         counts["embeds_left"] += embeds
         report.problems.extend(missing)
         counts["missing_heading"] += len(missing)
+        if unparsed is not None:
+            new_body = _original_frontmatter(unparsed) + new_body
         front = yaml.dump(fm, Dumper=_Dumper, allow_unicode=True, sort_keys=False, width=1000)
         target.write_text(f"---\n{front}---\n{new_body}", encoding="utf-8")
         descriptions[moved(source.path)] = (fm.get("title") or stem, fm.get("description"))
@@ -220,10 +268,13 @@ def convert(
         shutil.copyfile(vault / path, out / path)
     _write_indexes(out, descriptions)
 
-    counts["dead"] = sum(1 for p in report.problems if p.problem == "dead")
-    counts["ambiguous"] = sum(1 for p in report.problems if p.problem == "ambiguous")
+    # named as the build summary and the lint checks name them (lint.LINK_PROBLEMS)
+    for problem, name in (("dead", "dead_note_links"), ("missing-file", "missing_attachments"), ("ambiguous", "ambiguous_links")):
+        counts[name] = sum(1 for p in report.problems if p.problem == problem)
+    counts["unparsed_frontmatter"] = len(report.unparsed_frontmatter)
     report.counts = {k: counts.get(k, 0) for k in
-                     ("notes", "links_converted", "dead", "ambiguous", "missing_heading", "embeds_left", "type_fallbacks")}
+                     ("notes", "links_converted", "alias_links", "dead_note_links", "missing_attachments",
+                      "ambiguous_links", "missing_heading", "embeds_left", "type_fallbacks", "unparsed_frontmatter")}
     report.problems.sort(key=lambda p: (p.file, p.line or 0, p.target))
     return report
 
@@ -243,17 +294,19 @@ def _link_to(source: str, target: str, anchor: str | None) -> str:
 
 
 def _rewrite_body(body, body_line, source, index, headings, moved):
-    """Body wikilinks that resolve to one note (and heading) become relative markdown links."""
-    out, last, converted, embeds, missing = [], 0, 0, 0, []
+    """Body wikilinks that resolve to one note (and heading) become relative markdown links
+    whose text is what Obsidian showed for them (shown_text)."""
+    out, last, converted, embeds, missing, via_alias = [], 0, 0, 0, [], 0
     for start, end, link in wikilink_spans(body):
         if link.kind == "embed":
             embeds += 1
             continue
         resolution = index.resolve_wikilink(source, link.target)
+        shown = shown_text(body[start + 2:end - 2]).replace("[", "\\[").replace("]", "\\]")
         replacement = None
         if resolution.status == "self" and resolution.anchor:
             if slug(resolution.anchor) in headings.get(source, set()):
-                replacement = f"[{link.text.lstrip('#')}](#{slug(resolution.anchor)})"
+                replacement = f"[{shown}](#{slug(resolution.anchor)})"
         elif resolution.status in ("note", "file"):
             anchor = None
             if resolution.anchor:
@@ -262,8 +315,8 @@ def _rewrite_body(body, body_line, source, index, headings, moved):
                     missing.append(Problem(source, line, link.target, "missing-heading", [resolution.path]))
                     continue
                 anchor = slug(resolution.anchor)
-            shown = link.text if link.text != link.target else posixpath.basename(resolution.path).rsplit(".", 1)[0]
-            shown = shown.replace("[", "\\[").replace("]", "\\]")
+            if resolution.status == "note" and _through_alias(link.target, resolution.path):
+                via_alias += 1
             replacement = f"[{shown}]({_link_to(moved(source), moved(resolution.path), anchor)})"
         if replacement is not None:
             out.append(body[last:start])
@@ -271,30 +324,24 @@ def _rewrite_body(body, body_line, source, index, headings, moved):
             last = end
             converted += 1
     out.append(body[last:])
-    return "".join(out), converted, embeds, missing
+    return "".join(out), converted, embeds, missing, via_alias
 
 
-def _frontmatter_relations(fm, source, index, moved) -> list[dict[str, str]]:
-    """Wikilinks in frontmatter values become relations: predicate = the key, object = the bundle path."""
-    relations = []
+def _through_alias(target: str, path: str) -> bool:
+    """Whether `[[target]]` reached `path` by one of its aliases rather than by its path or name
+    (PathIndex.resolve_wikilink: every step before the alias one matches the path's end)."""
+    name = target.partition("#")[0].strip().replace("\\", "/").lstrip("/").casefold()
+    wanted = name.removesuffix(".md") + ".md"
+    path = path.casefold()
+    return path != wanted and not path.endswith("/" + wanted)
 
-    def walk(key: str, value: Any) -> None:
-        if isinstance(value, str):
-            for link in find_wikilinks(value):
-                resolution = index.resolve_wikilink(source, link.target)
-                if resolution.status == "note":
-                    relations.append({"predicate": key, "object": "/" + moved(resolution.path)})
-        elif isinstance(value, list):
-            for item in value:
-                walk(key, item)
-        elif isinstance(value, dict):
-            for sub, item in value.items():
-                walk(f"{key}.{sub}", item)
 
-    for key, value in fm.items():
-        if key not in ("relations", "superseded_by", "supersedes"):
-            walk(key, value)
-    return relations
+def _original_frontmatter(yaml_text: str) -> str:
+    """The frontmatter block that did not parse, verbatim in a fence longer than any inside it."""
+    longest = max((len(run) for run in re.findall(r"`{3,}", yaml_text)), default=2)
+    fence = "`" * (longest + 1)
+    block = yaml_text if yaml_text.endswith("\n") else yaml_text + "\n"
+    return f"{UNPARSED_HEADING}\n\n{fence}yaml\n{block}{fence}\n\n"
 
 
 def _write_indexes(out: Path, descriptions: dict[str, tuple[str, str | None]]) -> None:

@@ -149,17 +149,18 @@ def walk_arguments(seeds: Any, hops: Any, options: Any) -> tuple[list[str], Walk
 
 
 # Every edge touching the frontier, seen from the frontier node (parent) out to the other end
-# (child), with what the walk needs to know about the child: one statement per hop.
+# (child), with what the walk needs to know about the child: one statement per hop. Index nodes and
+# stubs (unfilled templates) are passed through, never returned: they have nothing to say themselves.
 _STEPS_SQL = """
 select frontier.value, edges.dst, edges.predicate, edges.kind, edges.anchor, edges.date is not null,
-       child.is_index, child.trust_tier, child.superseded_by is not null or child.status = 'superseded',
+       child.is_index or child.is_stub, child.trust_tier, child.superseded_by is not null or child.status = 'superseded',
        coalesce(child.degree, 0)
 from json_each(:ids) as frontier
 join edges on edges.src = frontier.value and edges.dst != edges.src
 join concepts as child on child.id = edges.dst
 union all
 select frontier.value, edges.src, edges.predicate, edges.kind, null, edges.date is not null,
-       child.is_index, child.trust_tier, child.superseded_by is not null or child.status = 'superseded',
+       child.is_index or child.is_stub, child.trust_tier, child.superseded_by is not null or child.status = 'superseded',
        coalesce(child.degree, 0)
 from json_each(:ids) as frontier
 join edges on edges.dst = frontier.value and edges.src != edges.dst
@@ -185,7 +186,7 @@ def graph_expand(conn: Any, seeds: list[str], options: WalkOptions) -> list[dict
         # (parent, child) -> [(weight, predicate, kind, anchor)], and what is known of each child
         links: dict[tuple[str, str], list[tuple[float, str, str, str | None]]] = {}
         children: dict[str, tuple[bool, float, int]] = {}
-        for parent, child, predicate, kind, anchor, dated, is_index, trust, superseded, degree in conn.execute(
+        for parent, child, predicate, kind, anchor, dated, passed_through, trust, superseded, degree in conn.execute(
             _STEPS_SQL, {"ids": json.dumps(frontier)}
         ):
             if child in visited:
@@ -198,11 +199,11 @@ def graph_expand(conn: Any, seeds: list[str], options: WalkOptions) -> list[dict
                     * (options.superseded_multiplier if superseded else 1.0)
                     / max(degree, 1) ** options.degree_damping
                 )
-                children[child] = (bool(is_index), damping, degree)
+                children[child] = (bool(passed_through), damping, degree)
         arriving: dict[str, dict[str, Any]] = {}
         best_of = {parent: max(strength[parent].values(), default=0.0) for parent in frontier}
         for (parent, child), via_edges in links.items():
-            is_index, damping, degree = children[child]
+            _, damping, degree = children[child]
             factor = sum(w for w, *_ in via_edges) * damping
             entry = arriving.setdefault(child, {"id": child, "hop": hop, "degree": degree, "best": -1.0})
             per_seed = strength.setdefault(child, {})

@@ -8,6 +8,7 @@ text the build reads.
 
 from __future__ import annotations
 
+import html
 import re
 from dataclasses import dataclass
 
@@ -144,3 +145,157 @@ def _mask_blocks(text: str) -> str:
     for fence in fences(text):
         out[fence.start:fence.end] = blank(text[fence.start:fence.end])
     return _COMMENT.sub(lambda comment: blank(comment.group()), "".join(out))
+
+
+# --- Readable text: what a reader of the rendered note sees, for chunks, descriptions, FTS and the LLM ---
+
+# Fenced blocks written for a plugin, not a reader: a query, a script, a widget, a frame.
+PLUGIN_BLOCKS = frozenset([
+    "dataview", "dataviewjs", "meta-bind", "meta-bind-js-view", "meta-bind-button", "meta-bind-embed", "button",
+    "tasks", "query", "leaflet", "tracker", "chart", "mermaid", "base", "bases", "contributions", "custom-frames",
+    "templater", "js-engine", "iframe", "statblock-render",
+])
+_LANGUAGE = re.compile(r"[\w.+-]*")  # of a fence's info string: `dataview` in "```dataview"
+_RAW_HTML_BLOCK = re.compile(r"<(script|style|iframe|svg)\b.*?(?:</\1\s*>|\Z)", re.DOTALL | re.IGNORECASE)
+_TEMPLATER = re.compile(r"<%.*?%>", re.DOTALL)
+_QUOTE = re.compile(r"^[ \t]*(?:>[ \t]?)+")
+_CALLOUT_MARK = re.compile(r"^\[![^\]\n]*\][-+]?[ \t]*")
+# Meta Bind (INPUT/VIEW/BUTTON, in backticks or bare) and Dataview inline queries (`= expr`, `$= js`).
+_PLUGIN_INLINE = re.compile(
+    r"`(?:INPUT|VIEW|BUTTON)\[[^`]*`|`\$?=[^`]*`|\b(?:INPUT|VIEW|BUTTON)\[(?:\\.|[^\]\\\n])*\](?:\[[^\]\n]*\])?"
+)
+_INLINE_FIELD = re.compile(r"^([ \t]*(?:[-*+][ \t]+)?)(\**)([^\s:*`|\[][^:`|\[]*?)(\**)::[ \t]*")
+_BRACKET_FIELD = re.compile(r"[\[(]([\w][\w \-]*)::[ \t]*([^\]\)\n]*)[\])]")
+_BREAK = re.compile(r"<br\s*/?>", re.IGNORECASE)
+_TAG = re.compile(r"</?[A-Za-z][\w-]*(?:\s[^<>]*)?/?>")
+_ENTITY = re.compile(r"&(?:#\d+|#x[0-9a-fA-F]+|[A-Za-z]\w*);")
+_EMBED = re.compile(r"!\[\[[^\[\]\n]*\]\]|!\[[^\]\n]*\]\([^)\n]*\)")
+WIKILINK = re.compile(r"\[\[([^\[\]\n]+?)\]\]")
+_INTERNAL_LINK = re.compile(r"(?<!!)\[((?:[^\[\]\n]|\\[\[\]])*)\]\((?![A-Za-z][\w+.-]*:|//|#)[^)\s]*(?:\s+\"[^\"]*\")?\)")
+_BLOCK_ID = re.compile(r"[ \t]\^[\w-]+[ \t]*$")
+_TABLE_RULE = re.compile(r"^[\s|:-]*-[\s|:-]*$")
+_EMPTY_ROW = re.compile(r"^(?:\*\*[^*|]*\*\*|[^|]{0,40})?[\s|]*\|[\s|:-]*$")
+_DATAVIEW_QUERY = re.compile(r"^(?:TABLE|LIST|TASK|CALENDAR)\b.*$|^(?:FROM|WHERE|SORT|GROUP BY|FLATTEN|LIMIT)\s+\S.*$")
+_FENCE_LINE = re.compile(r"^[ \t>]*(`{3,}|~{3,})")
+_HAS_WORD = re.compile(r"\w")
+
+
+def shown_text(inner: str) -> str:
+    """What Obsidian shows for `[[inner]]`: `T|shown` → "shown", `T#H` → "T > H", `#H` → "H", `Folder/Note` and
+    an alias as typed (a `\\|` escaped in a table is a `|`)."""
+    target, _, alias = inner.replace("\\|", "|").partition("|")
+    if alias.strip():
+        return alias.strip()
+    return " > ".join(part.strip().lstrip("^") for part in target.split("#") if part.strip().lstrip("^"))
+
+
+def readable(body: str, title: str | None = None) -> str:
+    """The note's text as a reader sees it rendered: plugin markup left out, meaning kept.
+
+    Removed: plugin fences (dataview, meta-bind, custom-frames…), Meta Bind `INPUT[…]`/`VIEW[…]`/`BUTTON[…]`,
+    Dataview inline queries and bare query lines, Templater `<% %>`, comments, script/style/iframe HTML, tags
+    (their text kept), quote and callout markers (the callout's title kept), table rules and empty rows,
+    embeds and Obsidian block ids. Kept as text: links as their shown text, Dataview fields `key:: value` as
+    "key: value", other fenced code. A heading made only of markup becomes `title` (or is dropped).
+    Used for chunks, descriptions, full-text search and what the LLM reads; the file is never changed.
+    """
+    text = _RAW_HTML_BLOCK.sub("", _TEMPLATER.sub("", drop_comments(body)))
+    out: list[str] = []
+    lines = text.split("\n")
+    skip_to = -1
+    blocks = iter(fences(text))
+    block = next(blocks, None)
+    offset = 0
+    for number, line in enumerate(lines):
+        start, offset = offset, offset + len(line) + 1
+        while block is not None and block.end <= start:
+            block = next(blocks, None)
+        if number <= skip_to:
+            continue
+        if block is not None and block.start <= start:
+            if _LANGUAGE.match(block.info).group().lower() in PLUGIN_BLOCKS:
+                if block.start == start:
+                    skip_to = _stray_fence_end(lines, number)
+                continue
+            out.append(_QUOTE.sub("", line))
+            continue
+        titled = _CALLOUT_MARK.match(_QUOTE.sub("", line))
+        out.extend(_CALLOUT_TITLE + part if titled and part.strip() else part for part in _readable_line(line, title))
+    cleaned = "\n".join(_without_empty_sections(out))
+    return re.sub(r"\n{3,}", "\n\n", cleaned).strip("\n")
+
+
+_CALLOUT_TITLE = "\0"  # marks a callout's title line until we know whether anything readable follows it
+
+
+def _without_empty_sections(lines: list[str]) -> list[str]:
+    """Drop callout titles with nothing after them (`> [!metadata]- Map` over a removed map) and headings
+    with nothing under them before the next heading of the same or a higher level (an unfilled template)."""
+    kept: list[str] = []
+    content_below = [False] * 7  # per heading level: readable text between here and that level's next heading
+    for line in reversed(lines):
+        if line.startswith(_CALLOUT_TITLE):
+            following = kept[-1] if kept else ""
+            if following.strip() and not heading(following) and not following.startswith(_CALLOUT_TITLE):
+                kept.append(line)
+            continue
+        found = heading(line)
+        if found:
+            level = found[0]
+            if content_below[level]:
+                kept.append(line)
+            content_below[level:] = [False] * (7 - level)
+            continue
+        if line.strip():
+            content_below = [True] * 7
+        kept.append(line)
+    return [line.removeprefix(_CALLOUT_TITLE) for line in reversed(kept)]
+
+
+def _stray_fence_end(lines: list[str], opening: int) -> int:
+    """A plugin fence opened in a callout whose body and closing fence were written without `>`
+    (custom-frames, thellade NOTES.md): the block runs on to that closing fence, a few lines down."""
+    if ">" not in lines[opening].split("`")[0].split("~")[0]:
+        return opening
+    for number in range(opening + 1, min(opening + 12, len(lines))):
+        if not lines[number].strip():
+            return opening
+        if _FENCE_LINE.match(lines[number]) and not lines[number].strip(" \t>`~"):
+            return number
+    return opening
+
+
+def _readable_line(line: str, title: str | None) -> list[str]:
+    """One line outside code, cleaned; [] when nothing readable is left."""
+    line = _CALLOUT_MARK.sub("", _QUOTE.sub("", line))
+    found = heading(line)
+    if found:
+        level, written = found
+        text = _inline(written).strip(" \t\"'*_|")
+        if not _HAS_WORD.search(text) or (text != written and text.endswith(":")):  # "Updated: VIEW[{updated}]"
+            return [f"{'#' * level} {title}"] if title else []
+        return [f"{'#' * level} {text}"]
+    if _DATAVIEW_QUERY.match(line.strip()) and re.search(r"\b(?:file|this)\.|\b(?:ASC|DESC)\b|\bWITHOUT ID\b", line):
+        return []
+    line = _INLINE_FIELD.sub(lambda m: f"{m.group(1)}{m.group(2)}{m.group(3)}{m.group(4)}: ", line)
+    cleaned = [part.rstrip() for part in _BREAK.split(line)]
+    kept = []
+    for part in cleaned:
+        part = _BLOCK_ID.sub("", _inline(part)).rstrip()
+        if _TABLE_RULE.match(part) and "|" in part or _EMPTY_ROW.match(part) and "|" in part:
+            continue
+        if part.strip() and not _HAS_WORD.search(part):
+            continue  # only punctuation left: `""`, `**`, `|  |`
+        kept.append(part)
+    return kept if any(p.strip() for p in kept) else ([""] if not line.strip() else [])
+
+
+def _inline(text: str) -> str:
+    """Inline markup of one line: plugin code out, HTML tags out (text kept), links as their shown text."""
+    text = _PLUGIN_INLINE.sub("", text)
+    text = _BRACKET_FIELD.sub(lambda m: f"{m.group(1)}: {m.group(2).strip()}", text)
+    text = _EMBED.sub("", text)
+    text = WIKILINK.sub(lambda m: shown_text(m.group(1)), text)
+    text = _INTERNAL_LINK.sub(lambda m: m.group(1).replace("\\[", "[").replace("\\]", "]"), text)
+    text = _TAG.sub("", text)
+    return _ENTITY.sub(lambda m: html.unescape(m.group()), text)

@@ -48,13 +48,13 @@ SUPERSESSION_HOPS = 5
 TITLE_SQL = "select value as id, key + 1 as rank from json_each(okf_title_matches(:question))"
 # BM25 is ranked inside the full-text index first and only the best rows are joined: joining every
 # match before sorting costs twice as much on OR-ed questions (10k concepts: 9 ms -> 4.5 ms).
-# The extra 16 rows make room for index nodes, which are never seeds.
+# The extra 16 rows make room for index nodes and stubs (unfilled templates), which are never seeds.
 FTS_SQL = """select id, row_number() over (order by score) as rank from (
   select concepts.id, best.score
   from (select rowid, bm25(concepts_fts, 4.0, 4.0, 2.0, 2.0, 1.0) as score from concepts_fts
         where concepts_fts match okf_fts_query(:question) order by score limit :k + 16) as best
   join concepts on concepts.rowid = best.rowid
-  where not concepts.is_index
+  where not concepts.is_index and not concepts.is_stub
   order by best.score limit :k)"""
 VECTOR_SQL = """select chunks.concept_id as id,
   row_number() over (order by min(knn.distance)) as rank,
@@ -63,7 +63,7 @@ VECTOR_SQL = """select chunks.concept_id as id,
 from (select rowid, distance from chunk_vectors
       where embedding match okf_embed(:question) and k = :vector_k) as knn
 join chunks on chunks.id = knn.rowid
-join concepts on concepts.id = chunks.concept_id and not concepts.is_index
+join concepts on concepts.id = chunks.concept_id and not concepts.is_index and not concepts.is_stub
 group by chunks.concept_id
 order by rank limit :k"""
 # From ContextOptions.binary_from chunks on, candidates come from 1-bit codes (Hamming distance, 32x less to
@@ -80,7 +80,7 @@ from (select chunk_floats.id as rowid, vec_distance_cosine(chunk_floats.embeddin
       join chunk_floats on chunk_floats.id = candidates.value
       order by distance limit :vector_k) as knn
 join chunks on chunks.id = knn.rowid
-join concepts on concepts.id = chunks.concept_id and not concepts.is_index
+join concepts on concepts.id = chunks.concept_id and not concepts.is_index and not concepts.is_stub
 group by chunks.concept_id
 order by rank limit :k"""
 LISTS = {"title": (TITLE_SQL, 2.0), "fts": (FTS_SQL, 1.0), "vector": (VECTOR_SQL, 1.0)}
@@ -336,7 +336,7 @@ def context_for(db: Any, question: str, options: ContextOptions | None = None, *
     if confident and nodes:
         nodes += _timed(query, "series", series, query, nodes)
     facts = find_facts(query, nodes, run=confident)
-    picked, blocks, facts = fill_budget(question, nodes, _chunks(query.conn, [n.id for n in nodes], fused), facts,
+    picked, blocks, facts = fill_budget(question, nodes, sections(query, nodes) if nodes else {}, facts,
                                         options.budget)
     query.timings["budget"] = _ms(tick)
     return respond(query, confident, reason, seeds, picked, blocks, facts, started)
@@ -384,21 +384,21 @@ def gate(query: Query, fused: list[dict[str, Any]]) -> tuple[bool, str]:
     """2. Confident when the question names a title or alias, the top keyword match covers most of its words,
     or the nearest chunk is as similar as the bundle's calibrated threshold; otherwise nothing is returned. The
     same evidence in every mode: what a mode's lists did not look at is looked up here (docs/design.md §3)."""
-    titled, top_keyword, best = _evidence(query, fused)
+    titled, keyword, best = _evidence(query, fused)
     unknown = [row["name"] for row in query.run("names", UNKNOWN_NAMES_SQL, {"question": query.question})]
     if titled and (not unknown or _named(query, titled, unknown)):
         return True, "the question names a concept's title or alias"
     if unknown:
         return False, f"the question names {', '.join(unknown)}, which no note mentions"
     options = query.options
-    if top_keyword:
-        text = query.conn.execute(
+    if keyword:
+        texts = query.conn.execute(
             "select title || ' ' || coalesce(description, '') || ' ' || coalesce(tags, '') || ' ' || body"
-            " from concepts where id = ?", [top_keyword]
-        ).fetchone()[0]
-        share = coverage(query.question, text)
+            " from concepts where id in (select value from json_each(?))", [json.dumps(keyword)]
+        ).fetchall()
+        share = max(coverage(query.question, text) for (text,) in texts)
         if share > options.coverage_threshold:
-            return True, f"the top keyword match covers {share:.0%} of the question's content words"
+            return True, f"a top keyword match covers {share:.0%} of the question's content words"
     threshold = query.vector_threshold
     if best >= threshold:
         return True, f"the nearest chunk has cosine similarity {best:.2f} (threshold {threshold:.2f})"
@@ -427,9 +427,12 @@ def _named(query: Query, titled: list[str], unknown: list[str]) -> bool:
     return any(spoken & set(words(row[0])) for row in rows)
 
 
-def _evidence(query: Query, fused: list[dict[str, Any]]) -> tuple[list[str], str | None, float]:
-    """(the notes whose title or alias the question names, the top keyword match, the best chunk's similarity),
-    from the lists that ran, the rest looked up with the same statements at k = 1."""
+KEYWORD_EVIDENCE = 3  # the best keyword matches whose coverage of the question the gate reads
+
+
+def _evidence(query: Query, fused: list[dict[str, Any]]) -> tuple[list[str], list[str], float]:
+    """(the notes whose title or alias the question names, the best keyword matches, the best chunk's similarity),
+    from the lists that ran, the rest looked up with the same statements."""
     if "title" in query.lists:
         titled = [row["id"] for row in fused if row.get("title_rank")]
     else:
@@ -438,9 +441,9 @@ def _evidence(query: Query, fused: list[dict[str, Any]]) -> tuple[list[str], str
               "candidates": query.options.candidates}
     if "fts" in query.lists:
         ranked = sorted((row for row in fused if row.get("fts_rank")), key=lambda r: r["fts_rank"])
-        top_keyword = ranked[0]["id"] if ranked else None
+        keyword = [row["id"] for row in ranked[:KEYWORD_EVIDENCE]]
     else:
-        top_keyword = next((row["id"] for row in _rows(query.conn, FTS_SQL, params)), None)
+        keyword = [row["id"] for row in _rows(query.conn, FTS_SQL, {**params, "k": KEYWORD_EVIDENCE})]
     if "vector" in query.lists:
         best = max((row.get("similarity") or 0.0 for row in fused), default=0.0)
     elif query.vectors == "used":
@@ -451,7 +454,7 @@ def _evidence(query: Query, fused: list[dict[str, Any]]) -> tuple[list[str], str
             best = 0.0
     else:
         best = 0.0
-    return titled, top_keyword, best
+    return titled, keyword, best
 
 
 BRIDGE_SEEDS = 2  # notes a second round may add below the first round's seeds
@@ -747,21 +750,30 @@ def _end_of_chain(query: Query, concept_id: str) -> tuple[str, list[str]]:
     return current, chain
 
 
-def _chunks(conn: Any, ids: list[str], fused: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    """Each node's chunks, best first: those the vector search found nearest, then in reading order.
+# 5a. Every section of the notes offered, nearest the question first: the budget packs a note's best section,
+# not its first (a note's "Description" before the "Overview" that answers). Without vectors, reading order,
+# then re-ordered by how much of the question each section covers.
+SECTIONS_SQL = """select chunks.id, chunks.concept_id, chunks.seq, chunks.heading, chunks.text,
+  vec_distance_cosine(chunk_floats.embedding, (select okf_embed(:question))) as distance
+from chunks left join chunk_floats on chunk_floats.id = chunks.id
+where chunks.concept_id in (select value from json_each(:ids))
+order by chunks.concept_id, distance is null, distance, chunks.seq"""
+SECTIONS_NO_VECTORS_SQL = """select id, concept_id, seq, heading, text, null as distance from chunks
+where concept_id in (select value from json_each(:ids))
+order by concept_id, seq"""
 
-    The distances come from the seeds statement's own KNN, so no second vector scan is needed.
-    """
-    distance = {chunk_id: d for row in fused for chunk_id, d in json.loads(row.get("chunk_distances") or "[]")}
+
+def sections(query: Query, nodes: list[Node]) -> dict[str, list[dict[str, Any]]]:
+    """Each node's chunks, the one nearest the question first."""
+    vectors = query.vectors == "used"
+    rows = query.run("sections", SECTIONS_SQL if vectors else SECTIONS_NO_VECTORS_SQL,
+                     {"question": query.question, "ids": json.dumps([n.id for n in nodes])})
     by_concept: dict[str, list[dict[str, Any]]] = {}
-    for chunk_id, concept_id, seq, heading, text in conn.execute(
-        "select id, concept_id, seq, heading, text from chunks"
-        " where concept_id in (select value from json_each(?)) order by concept_id, seq",
-        [json.dumps(ids)],
-    ):
-        by_concept.setdefault(concept_id, []).append({"id": chunk_id, "seq": seq, "heading": heading, "text": text})
-    for chunks in by_concept.values():
-        chunks.sort(key=lambda c: (distance.get(c["id"], 2.0), c["seq"]))
+    for row in rows:
+        by_concept.setdefault(row["concept_id"], []).append(row)
+    if not vectors:
+        for chunks in by_concept.values():
+            chunks.sort(key=lambda c: -coverage(query.question, f"{c['heading'] or ''} {c['text']}"))
     return by_concept
 
 
@@ -786,8 +798,11 @@ def fill_budget(question: str, nodes: list[Node], chunks: dict[str, list[dict[st
         pieces = chunks.get(node.id, [])
         if node.anchor:  # an anchored link arrives at its section
             pieces = sorted(pieces, key=lambda c: slug(c.get("heading") or "") != slug(node.anchor))
-        header = node_header(node.header_fields(), titles)
         first = chunk_block(pieces[0]) if pieces and pieces[0]["text"] else ""
+        fields = node.header_fields()
+        if fields.get("description") and fields["description"].removesuffix("...") in first:
+            fields = {**fields, "description": None}  # a vault note's first sentence, already in its chunk
+        header = node_header(fields, titles)
         own_facts = facts_of.get(node.id, [])
         cost = estimate_tokens(header + "\n" + first) + sum(estimate_tokens(f["text"]) + 1 for f in own_facts)
         if used + cost > budget or len(picked) >= most:

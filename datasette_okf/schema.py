@@ -17,7 +17,7 @@ import sqlite_utils
 import sqlite_vec
 from sqlite_utils.utils import sqlite3  # pysqlite3 where installed, as sqlite-utils and Datasette use
 
-FORMAT_VERSION = "6"
+FORMAT_VERSION = "7"
 MAX_FILE_BYTES = 4 * 1024 * 1024  # the largest note a build reads: every text a database holds is shorter
 FTS_COLUMNS = ["title", "aliases", "description", "tags", "body"]
 FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
@@ -59,11 +59,11 @@ def ensure_schema(db: sqlite_utils.Database) -> None:
     """Create the tables, indexes and full-text index if they are missing."""
     db["concepts"].create(
         {
-            "id": str, "bundle": str, "path": str, "type": str, "title": str,
-            "description": str, "tags": str, "aliases": str, "body": str,
+            "id": str, "bundle": str, "path": str, "type": str, "type_source": str, "title": str,
+            "description": str, "description_source": str, "tags": str, "aliases": str, "body": str,
             "frontmatter": str, "sources": str, "status": str, "stale_after": str,
             "trust_tier": str, "generated_by": str, "generated_at": str,
-            "superseded_by": str, "is_index": int, "content_hash": str, "degree": int,
+            "superseded_by": str, "is_index": int, "is_stub": int, "content_hash": str, "degree": int,
         },
         pk="id",
         if_not_exists=True,

@@ -73,10 +73,10 @@ class RRF:
 
 
 def title_index(conn: Any) -> TitleIndex:
-    """Titles and aliases of every concept that is not an index node."""
+    """Titles and aliases of every concept that can be a seed: not an index node, the log or a stub."""
     names = []
     for concept_id, title, aliases in conn.execute(
-        f"select id, title, aliases from concepts where not is_index and not {IS_LOG}"
+        f"select id, title, aliases from concepts where not is_index and not is_stub and not {IS_LOG}"
     ):
         names.append((concept_id, title or ""))
         names.extend((concept_id, alias) for alias in json.loads(aliases or "[]"))

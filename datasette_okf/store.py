@@ -46,6 +46,7 @@ from .schema import (
     file_kind,
     read_meta,
 )
+from .vector_cache import open_cache
 
 T = TypeVar("T")
 
@@ -82,9 +83,12 @@ class BundleReport:
 class EmbedReport:
     model: str
     dimensions: int
-    embedded: int = 0
+    embedded: int = 0  # chunks the model embedded in this build
     seconds: float = 0.0
     model_changed_from: str | None = None
+    cached: int = 0  # chunks whose vector came from the shared embedding cache (vector_cache.py)
+    cache: str | None = None  # the cache file consulted, if one was
+    cache_problem: str | None = None  # why the cache was given up, if it was (the build went on without it)
 
 
 @dataclass
@@ -144,6 +148,7 @@ def build(
     lock_timeout: float = 60.0,
     derived_files: bool = False,
     into_bundles: Iterable[str] = (),
+    embedding_cache: Path | str | bool = True,
 ) -> BuildReport:
     """Build (or update) `output` from one or more bundle folders.
 
@@ -154,6 +159,8 @@ def build(
     (up to `lock_timeout` seconds). With `derived_files`, the timeline and
     trigger keywords are rewritten beside the database (and into the roots of
     the bundles named in `into_bundles`) while the build still holds the lock.
+    `embedding_cache` is the shared vector cache (vector_cache.py): True for the
+    default file, a path, or False for none.
     """
     started = time.perf_counter()
     progress = progress or Progress()
@@ -167,7 +174,7 @@ def build(
         _check_writable(output)
         with build_lock(output, lock_timeout, progress.waiting):
             _refuse_foreign_file(output, force)
-            report = _build_locked(roots, output, prune, embed, model, progress, link_mentions)
+            report = _build_locked(roots, output, prune, embed, model, progress, link_mentions, embedding_cache)
             if derived_files:
                 report.derived, report.derived_error = _write_derived(output, into_bundles, report.up_to_date)
     except LockTimeout as error:
@@ -180,7 +187,7 @@ def build(
 
 def _build_locked(
     roots: list[Path], output: Path, prune: bool, embed: bool, model: str | None, progress: Progress,
-    link_mentions: bool,
+    link_mentions: bool, embedding_cache: Path | str | bool = True,
 ) -> BuildReport:
     """The build proper, once this process alone may write `output`."""
     scanned = [scan_bundle(root, skip=build_outputs(output)) for root in roots]
@@ -244,7 +251,7 @@ def _build_locked(
             _write_meta(db, scanned, link_mentions, okf_versions)
             embedded = None
             if embedding_model is not None:
-                embedded = _embed_missing(db, embedding_model, target_model, progress)
+                embedded = _embed_missing(db, embedding_model, target_model, progress, embedding_cache)
                 _calibrate_gate(db, embedding_model, target_model)
             for r in reports:
                 _fill_report(db, r)
@@ -457,7 +464,7 @@ def _concept_row(concept) -> dict:
     row = rows([concept])[0]
     for column in ("tags", "aliases", "frontmatter", "sources"):
         row[column] = json.dumps(row[column], ensure_ascii=False)
-    row["is_index"] = int(row["is_index"])
+    row["is_index"], row["is_stub"] = int(row["is_index"]), int(row["is_stub"])
     return row
 
 
@@ -585,7 +592,9 @@ def _save_parse_cache(db, scanned: ScannedBundle, before: dict[str, Any], parsed
 
 
 def _write_chunks(db: sqlite_utils.Database, concepts: list[Concept]) -> None:
-    """Re-chunk changed concepts, keeping the row (and so the vector) of every chunk whose text is unchanged."""
+    """Re-chunk changed concepts, keeping the row (and so the vector) of every chunk whose text is unchanged.
+    Index nodes get none: they are never seeds nor returned (docs/design.md §1.1), so their vectors would be read by
+    nothing (a converted vault has one per folder: 289 on Thellade)."""
     ids = json.dumps([c.id for c in concepts])
     old: dict[tuple[str, str], list[int]] = {}
     for chunk_id, concept_id, digest in db.execute(
@@ -595,7 +604,7 @@ def _write_chunks(db: sqlite_utils.Database, concepts: list[Concept]) -> None:
     kept: list[tuple[int, int, str | None]] = []
     new_rows = []
     for concept in concepts:
-        for chunk in split_into_chunks(concept.body):
+        for chunk in [] if concept.is_index else split_into_chunks(concept.body):
             digest = text_hash(embedding_text(concept.title, concept.description, chunk.heading, chunk.text))
             reusable = old.get((concept.id, digest))
             if reusable:
@@ -619,8 +628,11 @@ def _delete_chunks(db: sqlite_utils.Database, where: str, params: list) -> None:
     db.execute(f"delete from chunks where {where}", params)
 
 
-def _embed_missing(db: sqlite_utils.Database, model, model_id: str, progress: Progress) -> EmbedReport:
-    """Give every chunk without a vector from `model_id` one, shortest texts batched together."""
+def _embed_missing(
+    db: sqlite_utils.Database, model, model_id: str, progress: Progress, embedding_cache: Path | str | bool = True,
+) -> EmbedReport:
+    """Give every chunk without a vector from `model_id` one: from the shared cache (vector_cache.py) when it holds
+    one for this model and exactly this text, else from the model, shortest texts batched together."""
     started = time.perf_counter()
     meta = read_meta(db.conn)
     previous = meta.get("embedding_model")
@@ -653,22 +665,45 @@ def _embed_missing(db: sqlite_utils.Database, model, model_id: str, progress: Pr
     ]
     todo.sort(key=lambda item: len(item[1]))  # similar lengths pad less
     progress.embedding(len(todo), model_id)
-    batch_size = getattr(model, "batch_size", None) or 16
-    for start in range(0, len(todo), batch_size):
-        batch = todo[start : start + batch_size]
-        blobs = embed_texts(model, [text for _, text in batch])
-        ids = [chunk_id for chunk_id, _ in batch]
-        for table in ("chunk_vectors", "chunk_bits"):
-            db.execute(f"delete from {table} where rowid in (select value from json_each(?))", [json.dumps(ids)])
-        pairs = list(zip(ids, blobs))
-        db.conn.executemany("insert into chunk_vectors(rowid, embedding) values (?, ?)", pairs)
-        db.conn.executemany("insert into chunk_bits(rowid, embedding) values (?, vec_quantize_binary(?))", pairs)
-        db.conn.executemany("insert or replace into chunk_floats(id, embedding) values (?, ?)", pairs)
-        db.conn.executemany("update chunks set embedded_with = ? where id = ?", [(model_id, i) for i in ids])
-        report.embedded += len(batch)
-        progress.embedded(len(batch))
+    cache = open_cache(embedding_cache) if todo else None
+    try:
+        digests = [text_hash(text) for _, text in todo]
+        hits = cache.lookup(model_id, report.dimensions, digests) if cache else {}
+        if cache and cache.usable:
+            report.cache = str(cache.path)
+        found = [(chunk_id, hits[digest]) for (chunk_id, _), digest in zip(todo, digests) if digest in hits]
+        for start in range(0, len(found), 256):
+            pairs = found[start : start + 256]
+            _insert_vectors(db, model_id, pairs)
+            report.cached += len(pairs)
+            progress.embedded(len(pairs))
+        missing = [(chunk_id, text, digest) for (chunk_id, text), digest in zip(todo, digests) if digest not in hits]
+        batch_size = getattr(model, "batch_size", None) or 16
+        for start in range(0, len(missing), batch_size):
+            batch = missing[start : start + batch_size]
+            blobs = embed_texts(model, [text for _, text, _ in batch])
+            _insert_vectors(db, model_id, list(zip([chunk_id for chunk_id, _, _ in batch], blobs)))
+            if cache:
+                cache.store(model_id, zip([digest for _, _, digest in batch], blobs))
+            report.embedded += len(batch)
+            progress.embedded(len(batch))
+    finally:
+        if cache:
+            cache.close()
+            report.cache_problem = cache.problem
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _insert_vectors(db: sqlite_utils.Database, model_id: str, pairs: list[tuple[int, bytes]]) -> None:
+    """(chunk id, float32 blob) pairs into the three vector tables; the chunks are marked as embedded with `model_id`."""
+    ids = [chunk_id for chunk_id, _ in pairs]
+    for table in ("chunk_vectors", "chunk_bits"):
+        db.execute(f"delete from {table} where rowid in (select value from json_each(?))", [json.dumps(ids)])
+    db.conn.executemany("insert into chunk_vectors(rowid, embedding) values (?, ?)", pairs)
+    db.conn.executemany("insert into chunk_bits(rowid, embedding) values (?, vec_quantize_binary(?))", pairs)
+    db.conn.executemany("insert or replace into chunk_floats(id, embedding) values (?, ?)", pairs)
+    db.conn.executemany("update chunks set embedded_with = ? where id = ?", [(model_id, i) for i in ids])
 
 
 def _calibrate_gate(db: sqlite_utils.Database, model: Any, model_id: str) -> None:

@@ -1,6 +1,7 @@
 """A bundle folder becomes concept, edge and issue records (OKF v0.2)."""
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -135,10 +136,22 @@ def test_link_issues_name_file_line_and_problem(small):
     }
 
 
-def test_missing_type_is_a_warning_not_a_rejection(tmp_path):
-    bundle = read(write_bundle(tmp_path / "b", {"a.md": "---\ntitle: A\n---\ntext\n", "n.md": "no frontmatter\n"}))
-    assert {c.id for c in bundle.concepts} == {"b/a", "b/n"}
+def test_in_an_okf_bundle_a_missing_type_is_a_warning_not_a_rejection(tmp_path):
+    bundle = read(write_bundle(tmp_path / "b", {"index.md": '---\nokf_version: "0.2"\n---\n# B\n',
+                                                "a.md": "---\ntitle: A\n---\ntext\n", "n.md": "no frontmatter\n"}))
+    assert {c.id for c in bundle.concepts} == {"b/index", "b/a", "b/n"}
     assert {(i.file, i.severity) for i in bundle.build_issues} == {("a.md", "warning"), ("n.md", "warning")}
+    assert {c.id: (c.type, c.type_source) for c in bundle.concepts}["b/a"] == (None, None)
+
+
+def test_in_a_vault_the_folder_gives_the_type_and_says_so(tmp_path):
+    bundle = read(write_bundle(tmp_path / "v", {"04 NPCs/Mira.md": "Mira runs the docks at night.\n",
+                                                "02a Demon Lords/Vaz.md": "---\ntype: Fiend\n---\nA lord of rot.\n",
+                                                "Misc/Idea.md": "Cool forest name\n"}))
+    types = {c.id: (c.type, c.type_source) for c in bundle.concepts}
+    assert types == {"v/04 NPCs/Mira": ("Person", "folder"), "v/02a Demon Lords/Vaz": ("Fiend", "frontmatter"),
+                     "v/Misc/Idea": ("Note", "folder")}
+    assert not bundle.build_issues  # a vault has no types to miss: nothing to warn about per note
 
 
 def test_bad_input_is_reported_and_the_rest_goes_on(tmp_path):
@@ -163,7 +176,7 @@ def test_bad_input_is_reported_and_the_rest_goes_on(tmp_path):
     for i in bundle.build_issues:  # the first issue per file
         messages.setdefault(i.file, (i.severity, i.message))
     assert "malformed YAML" in messages["malformed.md"][1]
-    assert concepts["bad/malformed"].body == "body survives\n" and concepts["bad/malformed"].type is None
+    assert concepts["bad/malformed"].body == "body survives" and concepts["bad/malformed"].type_source == "folder"
     assert "not a mapping" in messages["listfm.md"][1]
     assert messages["latin1.md"][0] == "warning" and "not valid UTF-8" in messages["latin1.md"][1]
     assert "café crème" in concepts["bad/latin1"].body
@@ -279,3 +292,58 @@ def test_notes_numbered_or_dated_in_one_folder_form_a_series(tmp_path):
         ("2026-02-28", "2026-03-01"), ("2026-03-01", "2026-03-02"),
         ("-33", "-1"), ("-1", "8"), ("8", "212"),
     ])
+
+
+PLUGINS = Path(__file__).parent / "fixtures" / "plugins"
+
+
+def test_a_vault_note_without_a_description_gets_its_first_sentence_of_its_own():
+    notes = {c.path.rsplit("/", 1)[-1]: c for c in read(PLUGINS).concepts}
+    described = {name: (c.description, c.description_source) for name, c in notes.items()}
+    # skipped: the template's "A script for the GM to read…" (in more than 3 notes) and the epigraph in quotes
+    assert described["Ambassadors Row.md"] == ("The administrative and diplomatic hub.", "body")
+    # a prose sentence before a `Requirements:: …` field; the frontmatter's own description is never replaced
+    assert described["Shadow Walk.md"][0].startswith("Once per battle, teleport")
+    assert described["Vaust Hadrinel.md"][0] == "Currently impersonating Dornal Syle, a missing Arcane Warden."
+
+
+def test_an_unfilled_template_is_a_stub_described_by_where_it_sits():
+    notes = {c.path.rsplit("/", 1)[-1]: c for c in read(PLUGINS).concepts}
+    stubs = sorted(name for name, c in notes.items() if c.is_stub)
+    assert stubs == ["Eastport.md", "Highhold Rise.md", "Sablewatch.md", "Silverglade.md"]
+    assert (notes["Eastport.md"].description, notes["Eastport.md"].description_source) == (
+        "Eastport, a Place in Settlements, World (an unfilled template)", "folder")
+
+
+def test_copies_of_one_note_do_not_make_their_sentences_a_template(tmp_path):
+    same = "---\ntitle: Copy\n---\nThe ferry leaves at dawn from the east pier.\n"
+    bundle = read(write_bundle(tmp_path / "v", {f"n{i}.md": same for i in range(5)}))
+    assert {(c.description, c.is_stub) for c in bundle.concepts} == {("The ferry leaves at dawn from the east pier.", False)}
+
+
+def test_what_the_build_infers_is_part_of_a_concepts_hash(tmp_path):
+    # a line becomes template text when a fourth note repeats it: the first note's description changes
+    # although its file did not, so its hash must change for the store to rewrite the row
+    notes = {f"n{i}.md": f"Note {i} words here.\n\nShared placeholder line for the template.\n" for i in range(2)}
+    before = {c.id: c for c in read(write_bundle(tmp_path / "a", {**notes, "solo.md": "Shared placeholder line for the template.\n"})).concepts}
+    after = {c.id: c for c in read(write_bundle(tmp_path / "a", {**notes, "solo.md": "Shared placeholder line for the template.\n", "n9.md": notes["n0.md"] + "x\n"})).concepts}
+    assert before["a/solo"].description == "Shared placeholder line for the template."
+    assert after["a/solo"].is_stub and after["a/solo"].content_hash != before["a/solo"].content_hash
+
+
+def test_a_short_note_of_its_own_is_no_stub_but_an_empty_one_is(tmp_path):
+    bundle = read(write_bundle(tmp_path / "v", {"far.md": "Gone north.\n", "links.md": "[far](far.md)\n",
+                                                "empty.md": "# Empty\n\n## Notes\n"}))
+    assert {c.path: c.is_stub for c in bundle.concepts} == {"far.md": False, "links.md": False, "empty.md": True}
+
+
+def test_a_long_line_without_a_full_stop_is_read_in_one_pass(tmp_path):
+    # before: finding its first sentence was quadratic; 600 notes of 400 such words took minutes to build
+    import time
+
+    words = " ".join(f"word{i}" for i in range(60_000))  # ~470 KB on one line, no sentence end
+    root = write_bundle(tmp_path / "v", {"long.md": words + "\n"})
+    started = time.perf_counter()
+    [concept] = read(root).concepts
+    assert time.perf_counter() - started < 5  # linear: a fraction of a second; quadratic: hours
+    assert concept.description.startswith("word0 word1") and concept.description.endswith("...")

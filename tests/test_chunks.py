@@ -1,6 +1,7 @@
 """Concepts are cut at their headings into pieces of at most ~200 words."""
 
 from datasette_okf.chunks import embedding_text, split_into_chunks
+from datasette_okf.markdown import readable
 
 
 def test_chunks_follow_headings():
@@ -21,7 +22,7 @@ def test_long_sections_are_cut_at_paragraphs_then_words():
     assert all(c.heading == "Long" for c in chunks)
 
 
-def test_plugin_markup_is_left_out_but_other_code_is_kept():
+def test_chunks_of_readable_text_leave_plugin_markup_out_but_keep_other_code():
     body = (
         "## Stats\n\n```statblock\nname: Drider\nac: 19\n```\n\n"
         "```dataview\nTABLE file.name FROM \"x\"\n```\n\n"
@@ -29,7 +30,7 @@ def test_plugin_markup_is_left_out_but_other_code_is_kept():
         "**Aliases** |  |\n---|---|\n"
         "A real sentence with `INPUT[text:name]` markup removed.\n"
     )
-    text = "\n".join(c.text for c in split_into_chunks(body))
+    text = "\n".join(c.text for c in split_into_chunks(readable(body)))
     assert "name: Drider" in text and "ac: 19" in text
     assert "TABLE" not in text and "INPUT[" not in text and "Aliases" not in text
     assert "A real sentence with  markup removed." in text
@@ -63,4 +64,4 @@ def test_chunk_headings_are_the_headings_the_build_lists():
 
 def test_a_fence_in_a_callout_ends_with_the_callout():
     body = "> [!info]\n> ```dataview\n> TABLE x\n## After\n\nPlain prose line.\n"
-    assert [(c.heading, c.text) for c in split_into_chunks(body)] == [("After", "Plain prose line.")]
+    assert [(c.heading, c.text) for c in split_into_chunks(readable(body))] == [("After", "Plain prose line.")]

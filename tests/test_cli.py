@@ -37,7 +37,7 @@ def test_build_prints_a_summary_and_defaults_to_build_folder(tmp_path):
     assert (tmp_path / "build" / "notes.db").exists()
     assert "notes: 2 concepts + 0 index nodes, 2 chunks (2 written, 0 unchanged)" in result.output
     assert "edges: 1 (1 link)" in result.output
-    assert "links: 2 dead, 0 ambiguous" in result.output
+    assert "links: 2 dead note links, 0 missing attachments, 0 links leaving the bundle, 0 ambiguous links" in result.output
     assert "issues: 0 errors, 0 warnings" in result.output
 
 
@@ -50,7 +50,8 @@ def test_second_run_reports_up_to_date(tmp_path):
 
 
 def test_strict_exits_1_on_warnings_but_still_builds(tmp_path):
-    bundle = write_bundle(tmp_path / "kb", {"a.md": "no frontmatter, so no type\n"})
+    bundle = write_bundle(tmp_path / "kb", {"index.md": '---\nokf_version: "0.2"\n---\n# KB\n',
+                                            "a.md": "no frontmatter, so no type (an OKF bundle must give one)\n"})
     out = tmp_path / "kb.db"
     assert run(str(bundle), "-o", str(out)).exit_code == 0
     out.unlink()

@@ -5,6 +5,7 @@ import json
 import pytest
 import sqlite_utils
 
+from datasette_okf.lint import run_lint
 from datasette_okf.schema import IS_LOG
 from datasette_okf.store import build
 
@@ -71,10 +72,19 @@ def test_acme_retail_quirks(tmp_path):
     assert db.execute("select count(*) from link_issues where target like '%sql_equality.py'").fetchone()[0] >= 1
 
 
-def test_thellade_vault_indexes_every_note(tmp_path):
-    vault = CORPORA / "thellade-campaign-vault" / "vault"
-    db_path = tmp_path / "thellade.db"
-    report = build([vault], db_path, embed=False)
+VAULTS = {"thellade": CORPORA / "thellade-campaign-vault" / "vault", "13th-age": CORPORA / "13th-age-srd-vault" / "vault"}
+
+
+@pytest.fixture(scope="module")
+def vault_dbs(tmp_path_factory):
+    """Each real vault built once without vectors: {name: (path, report)}."""
+    folder = tmp_path_factory.mktemp("vaults")
+    return {name: (folder / f"{name}.db", build([vault], folder / f"{name}.db", embed=False))
+            for name, vault in VAULTS.items()}
+
+
+def test_thellade_vault_indexes_every_note(vault_dbs):
+    db_path, report = vault_dbs["thellade"]
     db = sqlite_utils.Database(db_path)
     assert db["concepts"].count == 1469
     # frontmatter wikilinks become typed edges, predicate = the property name
@@ -98,3 +108,35 @@ def test_thellade_vault_indexes_every_note(tmp_path):
     pairs = db.execute("select count(*) from (select distinct src, dst from edges where dst is not null and src != dst)").fetchone()[0]
     assert 8500 < pairs < 9400
     assert report.bundles[0].concepts == 1469
+
+
+@pytest.mark.parametrize("name", sorted(VAULTS))
+def test_what_the_llm_reads_from_a_real_vault_is_text_not_plugin_markup(vault_dbs, name):
+    db_path, _ = vault_dbs[name]
+    conn = sqlite_utils.Database(db_path).conn
+    chunks = conn.execute("select count(*) from chunks").fetchone()[0]
+    [markup] = run_lint(conn, only="markup_left")
+    assert len(markup["rows"]) / chunks <= 0.005, markup["rows"][:5]  # Thellade before: 1,025 of 5,662 (18 %)
+    assert not conn.execute("select count(*) from chunks where heading like '%VIEW[%' or heading like '%=this.%'").fetchone()[0]
+
+
+@pytest.mark.parametrize("name", sorted(VAULTS))
+def test_every_vault_note_is_typed_and_described_and_no_description_is_a_template(vault_dbs, name):
+    conn = sqlite_utils.Database(vault_dbs[name][0]).conn
+    total, described, untyped = conn.execute(
+        "select count(*), sum(coalesce(description, '') != ''), sum(type is null) from concepts where not is_index"
+    ).fetchone()
+    assert untyped == 0 and described / total >= 0.9  # Thellade before: no type, no description anywhere
+    [(most,)] = conn.execute("select max(notes) from (select count(distinct body) as notes from concepts"
+                             " where description != '' group by description)").fetchall()
+    assert most <= 3  # before (converted): one template placeholder described 207 notes
+
+
+def test_thellades_unfilled_templates_are_stubs_and_its_written_notes_are_not(vault_dbs):
+    conn = sqlite_utils.Database(vault_dbs["thellade"][0]).conn
+    stub = dict(conn.execute("select title, is_stub from concepts where path like '%/Jambito/Jambito/Dello.md' or title in"
+                             " ('Silverglade', 'Vaust Hadrinel', 'Ambassadors Row', 'Callan Veers')").fetchall())
+    assert stub == {"Silverglade": 1, "Dello": 1, "Vaust Hadrinel": 0, "Ambassadors Row": 0, "Callan Veers": 0}
+    # 13th Age's monster notes are all statblock code: content, never a stub
+    assert sqlite_utils.Database(vault_dbs["13th-age"][0]).execute(
+        "select count(*) from concepts where is_stub").fetchone()[0] < 10

@@ -1,14 +1,16 @@
 """The text-level markdown primitives every other module uses: slugs, masking, headings, decoding."""
 
 import time
+from pathlib import Path
 
 import pytest
 import sqlite_utils
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from datasette_okf.frontmatter import split_frontmatter
 from datasette_okf.lint import run_lint
-from datasette_okf.markdown import decode, headings, mask_code, slug
+from datasette_okf.markdown import decode, headings, mask_code, readable, shown_text, slug
 from datasette_okf.sqlfunctions import prepare_connection
 from datasette_okf.store import build
 
@@ -130,3 +132,73 @@ def test_masking_and_headings_never_raise_and_keep_shape(text):
     assert len(masked) == len(text) and masked.count("\n") == text.count("\n")
     for level, heading, line in headings(text):
         assert 1 <= level <= 6 and 1 <= line <= text.count("\n") + 1
+
+
+# --- readable(): what a reader sees, from real snippets of the Thellade and 13th Age vaults (tests/fixtures/plugins) ---
+
+PLUGINS = Path(__file__).parent / "fixtures" / "plugins"
+MARKUP = ("INPUT[", "VIEW[", "BUTTON[", "<span", "=this.", "dataview", "<%", "%%", "[!", "<iframe", "<br", "meta-bind")
+
+
+def readable_note(relative: str) -> str:
+    _, body, _ = split_frontmatter((PLUGINS / relative).read_text())
+    return readable(body, Path(relative).stem)
+
+
+@pytest.mark.parametrize("relative", sorted(str(p.relative_to(PLUGINS)) for p in PLUGINS.rglob("*.md")))
+def test_no_plugin_markup_is_left_in_any_fixture_note(relative):
+    text = readable_note(relative)
+    assert [sign for sign in MARKUP if sign in text] == []
+    assert not any(line.lstrip().startswith(">") for line in text.split("\n"))  # quote and callout markers
+
+
+def test_meta_bind_infobox_dataview_and_empty_sections_are_left_out_and_the_prose_kept():
+    text = readable_note("01 World/06 Settlements/Ambassadors Row.md")
+    assert text == (
+        "# Ambassadors Row\n\n"  # the heading was `=this.file.name` and a VIEW[]: markup, so the note's title
+        "Introduction\nA script for the GM to read when the party arrive to this location for the first time.\n\n"
+        "## Overview\nTheme\n*“Where sand meets stone, and roots grasp the sky.”*\n"
+        "The administrative and diplomatic hub. Home to the Arcane Embassy, and various noble residences.\n"
+        "_Functions:_ Faction headquarters, political intrigue, magical oversight."
+    )  # gone: the js view, the Metadata/Info callouts and tables, "Locations" over its dataview, empty sections
+
+
+def test_links_read_as_what_obsidian_shows_and_html_comments_and_block_ids_go():
+    text = readable_note("03 Entities/04 NPCs/Vaust Hadrinel.md")
+    assert "Currently impersonating Dornal Syle, a missing Arcane Warden." in text  # an alias stays the alias
+    assert "\nSeen last at the embassy quarter." in text  # [[Target|shown]] → shown; <br> → a new line
+    assert "frame: Demiplane" not in text and "style:" not in text and "```" not in text  # custom-frames
+    assert "GM only" not in text and "^desc-1" not in text
+    assert text.startswith("# Vaust Hadrinel\n\n## Overview")
+
+
+def test_dataview_fields_keep_their_value_and_templater_iframes_and_empty_rows_go():
+    text = readable_note("Compendium/Talents/Shadow Walk.md")
+    assert text.startswith("**Requirements**: **Dark Elf**\nOnce per battle, teleport as a move action")
+    assert "tp.file" not in text and "example.invalid" not in text
+    assert "| Once per battle | Nearby |" in text and "|  |  |" not in text and "|---|" not in text
+
+
+def test_a_session_note_keeps_its_inline_field_and_links_and_loses_its_query_and_embed():
+    text = readable_note("Sessions/Session 3.md")
+    assert text == ("Date: 2026-03-01\nWe met the priest at Ambassadors Row > Overview, who called himself Dornal Syle.")
+
+
+def test_a_heading_that_is_a_label_with_its_value_removed_becomes_the_title():
+    text = readable_note("01 World/06 Settlements/Eastport.md")
+    assert text.startswith("# Eastport\n\nIntroduction\n") and "Updated" not in text
+    assert "Racial Makeup\n- Humans – 45% (Kandan Natives, Merchant Class)" in text  # <span>/<strong> text kept
+
+
+def test_shown_text_is_what_obsidian_displays():
+    assert shown_text("Vaust Hadrinel|the priest") == "the priest"
+    assert shown_text("Dornal Syle") == "Dornal Syle"
+    assert shown_text("Ambassadors Row#Overview") == "Ambassadors Row > Overview"
+    assert shown_text("#Overview") == "Overview"
+    assert shown_text("Note#^block-1") == "Note > block-1"
+    assert shown_text("Folder/Note") == "Folder/Note"
+
+
+def test_code_that_is_not_a_plugin_is_kept_as_written():
+    body = "## Stats\n\n```statblock\nname: \"Dire Tiger\"\nlevel: \"6\"\n```\n\n> ```python\n> print('<span>')\n> ```\n"
+    assert readable(body) == "## Stats\n\n```statblock\nname: \"Dire Tiger\"\nlevel: \"6\"\n```\n\n```python\nprint('<span>')\n```"

@@ -285,8 +285,8 @@ def test_the_log_answers_history_questions_with_its_dated_entry(campaign_db):
     """log.md is a note of its own (type Log), one chunk a dated entry: 'when was it deprecated?' finds the entry."""
     result = context_for(campaign_db, "On what date was Orrin Kell retired and merged into someone else, per the log?")
     assert "campaign/log" in [n["id"] for n in result["nodes"]]
-    assert "#### 2026-03-29\n* **Update**: Wrote up [Session 2]" in result["context"]  # the entry, under its date
-    assert "Deprecation**: Retired [Orrin Kell]" in result["context"]
+    assert "#### 2026-03-29\n* **Update**: Wrote up Session 2." in result["context"]  # the entry, under its date
+    assert "Deprecation**: Retired Orrin Kell; merged into Teodor Vask." in result["context"]  # links as their text
 
 
 def test_a_second_round_through_the_top_seeds_best_chunk_adds_what_the_question_only_implies(campaign_db):
@@ -348,3 +348,61 @@ def test_a_note_two_hops_out_never_outranks_the_note_it_is_reached_through(campa
     score = {json.loads(arrival)["id"]: value for arrival, _, _, value, _ in rows}
     hop2 = [json.loads(arrival) for arrival, *_ in rows if json.loads(arrival)["hop"] == 2]
     assert hop2 and all(score[a["id"]] <= score[a["via"]] for a in hop2 if a["via"] in score)
+
+
+def test_the_budget_packs_the_section_nearest_the_question_not_the_first(tmp_path):
+    """Before: a note found without its own KNN hit (here by keyword) was packed in reading order, so a tight
+    budget got its "Description" and not the "Overview" holding the answer."""
+    from datasette_okf.store import build
+
+    from .conftest import write_bundle
+
+    looks = " ".join(["A tall woman in a grey salt-stained coat, a silver whistle on a cord, boots patched twice."] * 6)
+    root = write_bundle(tmp_path / "port", {
+        "Harbour Master.md": f"---\ntype: Person\n---\n## Description\n{looks}\n\n## Overview\n"
+                             "She collects the mooring tax from every ship at dawn and keeps the ledger of debts.\n",
+        "Docks.md": "---\ntype: Place\n---\nThe docks, where the [Harbour Master](Harbour%20Master.md) works.\n",
+    })
+    build([root], tmp_path / "port.db")  # the real default model
+    for mode in ("keyword", "hybrid"):
+        result = context_for(tmp_path / "port.db", "Who collects the mooring tax from ships at dawn?", mode=mode, budget=200)
+        assert "She collects the mooring tax" in result["context"], mode
+        assert "#### Description" not in result["context"], mode  # the first section did not fit as well
+
+
+def test_an_unfilled_template_is_never_a_seed(tmp_path):
+    from datasette_okf.store import build
+
+    build([ROOT / "tests" / "fixtures" / "plugins"], tmp_path / "p.db", embed=False)
+    result = context_for(tmp_path / "p.db", "What is Eastport, the settlement, like?", mode="keyword")
+    assert "plugins/01 World/06 Settlements/Eastport" not in [n["id"] for n in result["nodes"]]
+    titled = context_for(tmp_path / "p.db", "What is Ambassadors Row like?", mode="keyword")
+    assert titled["nodes"][0]["id"] == "plugins/01 World/06 Settlements/Ambassadors Row"  # a written note still is
+
+
+def test_a_description_taken_from_the_body_is_not_said_twice(tmp_path):
+    from datasette_okf.store import build
+
+    from .conftest import write_bundle
+
+    root = write_bundle(tmp_path / "v", {"Mira.md": "Mira runs the night ferry across the harbour.\n\nShe owes the Gulls.\n"})
+    build([root], tmp_path / "v.db", embed=False)
+    context = context_for(tmp_path / "v.db", "Who runs the night ferry?", mode="keyword")["context"]
+    assert context.count("Mira runs the night ferry across the harbour.") == 1  # before: header and chunk
+
+
+def test_the_gate_reads_the_best_keyword_matches_not_only_the_first(tmp_path):
+    """Before: only the top BM25 match's coverage counted. A note weighting three of the question's words in its
+    title ranks first and covers half of it; the note that says all of it ranks second. Thellade: an inferred
+    description lifted a faction note above the session that names the order, and the question was rejected."""
+    from datasette_okf.store import build
+
+    from .conftest import write_bundle
+
+    files = {f"crew{i}.md": f"---\ntype: Person\ntitle: Sailor {i}\n---\nThe captain keeps to the harbour.\n" for i in range(6)}
+    files["accounts.md"] = "---\ntype: Record\ntitle: Mooring Ledger Debts\ndescription: Mooring debts in the ledger.\n---\nMooring ledger debts.\n"
+    files["orla.md"] = "---\ntype: Person\ntitle: Orla\n---\nThe captain keeps the harbour ledger of mooring debts in her cabin.\n"
+    build([write_bundle(tmp_path / "port", files)], tmp_path / "p.db", embed=False)
+    result = context_for(tmp_path / "p.db", "Which captain keeps the harbour ledger of mooring debts?", mode="keyword")
+    assert result["nodes"][0]["id"] == "port/accounts"  # the top keyword match, covering 3 of 6 words
+    assert result["confident"] and "covers 100%" in result["reason"]

@@ -183,7 +183,7 @@ def test_each_stage_link_opens_the_sql_editor_with_what_ran(ds):
     page = fetch(ds, f"/-/context_for?q={QUESTION}&db=campaign").text
     ran = fetch(ds, f"/-/context_for.json?q={QUESTION}&db=campaign").json()
     links = [urlsplit(html.unescape(href)) for href in re.findall(r'<a href="([^"]+)">open in the SQL editor</a>', page)]
-    assert len(links) == len(ran["sql"]) and list(ran["sql"]) == ["seeds", "names", "bridge", "walk", "series", "facts"]
+    assert len(links) == len(ran["sql"]) and list(ran["sql"]) == ["seeds", "names", "bridge", "walk", "series", "facts", "sections"]
     for link, stage in zip(links, ran["sql"]):
         args = {key: values[0] for key, values in parse_qs(link.query).items()}
         assert args.pop("sql") == ran["sql"][stage]
