@@ -31,7 +31,7 @@ from .markdown import decode, heading, headings, is_binary, mask_code, readable,
 from .schema import MAX_FILE_BYTES, TIMELINE, is_derived_timeline
 from .titles import TitleIndex, words
 
-PARSER_VERSION = "6"  # bump when parsing changes, so unchanged files are re-read
+PARSER_VERSION = "7"  # bump when parsing changes, so unchanged files are re-read
 RESERVED = {"index.md", "log.md"}  # OKF §3.1
 LOG_TYPE = "Log"  # the type of a log.md note (OKF §9) that does not give one
 
@@ -312,8 +312,10 @@ def parse_bundle(
     index_key = hashlib.sha256(
         json.dumps([bundle.name, sorted(paths), sorted(aliases.items())], ensure_ascii=False).encode()
     ).hexdigest()
+    read: list[tuple[Concept, _Document]] = []
     for doc in documents:
         concept = _concept(bundle.name, doc)
+        read.append((concept, doc))
         if doc.name == "log.md":  # its entries as rows, and the log itself a note, one chunk a dated entry
             entries = _log_entries(bundle.name, doc)
             bundle.log_entries.extend(entries)
@@ -342,7 +344,7 @@ def parse_bundle(
             bundle.build_issues.append(
                 BuildIssue(bundle.name, concept.path, "warning", "no `type` in frontmatter (OKF §4.1); indexed anyway")
             )
-    describe_and_find_stubs(bundle.concepts)
+    describe_and_find_stubs(bundle.concepts, {c.id: d.facts for c, d in read})
     _derive_superseded_by(bundle)
     bundle.edges.extend(sequence_edges(bundle.concepts))
     if link_mentions:
@@ -359,39 +361,59 @@ _FENCE_MARK = re.compile(r"^[ \t]*(?:`{3,}|~{3,})")
 _QUOTATION = re.compile(r"^[\"“”'‘’].*[\"“”'‘’]$")
 
 
-def describe_and_find_stubs(concepts: list[Concept]) -> None:
+CANDIDATES = 24  # sentences per note that may become its description (shortened as a description is)
+
+
+def text_facts(text: str) -> dict[str, Any]:
+    """What describe_and_find_stubs needs of one note, from its readable text alone, so that it is parsed once
+    and kept in the parse cache (at 10k notes, reading every note's lines again took 1.8 s of each rebuild):
+    `lines`, [digest, words, prose] of each line that could be content, `sentences`, [line index, sentence] of
+    the first CANDIDATES prose sentences (those of `Key: value` lines after the others), and the text's `digest`."""
+    lines = _content_lines(text)
+    plain = [(i, line) for i, (line, prose) in enumerate(lines) if prose and not _FIELD.match(line)]
+    fields = [(i, line) for i, (line, prose) in enumerate(lines) if prose and _FIELD.match(line)]
+    sentences = [[i, _shortened(s)] for i, line in plain + fields for s in _sentences([line])][:CANDIDATES]
+    return {"lines": [[_digest(line), len(line.split()), prose] for line, prose in lines], "sentences": sentences,
+            "digest": _digest(text)}
+
+
+def describe_and_find_stubs(concepts: list[Concept], facts: dict[str, dict[str, Any]]) -> None:
     """Give a note without a frontmatter description its first sentence of its own (OKF §4.1 makes
     description optional; retrieval and the context show one), and mark unfilled templates as stubs.
+    `facts` are text_facts() by concept id.
 
     "Of its own": a sentence or line written the same way in more than TEMPLATE_NOTES notes whose text
     differs is a template's placeholder ("A script for the GM to read when the party arrive…"), not a
-    description; identical notes (copies) do not make each other's sentences template text.
+    description; identical notes (same title, same text: copies) do not make each other's sentences template
+    text, while a template's copies under other names do.
     """
     notes = [c for c in concepts if not c.is_index]
-    lines = {c.id: _content_lines(c.body) for c in notes}
-    bodies_with: dict[str, set[int]] = defaultdict(set)
+    files_with: dict[str, set[str]] = defaultdict(set)
     for c in notes:
-        digest = hash(c.body)
-        for line, _ in lines[c.id]:
-            bodies_with[line].add(digest)
-        for sentence in _sentences(line for line, prose in lines[c.id] if prose):
-            bodies_with[sentence].add(digest)
-    template = {text for text, bodies in bodies_with.items() if len(bodies) > TEMPLATE_NOTES}
+        identity = f"{c.title}\n{facts[c.id]['digest']}"
+        for line_digest, _, _ in facts[c.id]["lines"]:
+            files_with[line_digest].add(identity)
+        for _, sentence in facts[c.id]["sentences"]:
+            files_with[sentence].add(identity)
+    template = {text for text, files in files_with.items() if len(files) > TEMPLATE_NOTES}
     for c in notes:
-        own = [(line, prose) for line, prose in lines[c.id] if line not in template]
+        lines = facts[c.id]["lines"]
+        own = [i for i, (line_digest, _, _) in enumerate(lines) if line_digest not in template]
         # a template's lines and (almost) nothing else, or no text at all; a short note of its own is no stub
-        c.is_stub = sum(len(line.split()) for line, _ in own) < STUB_WORDS and (len(own) < len(lines[c.id]) or not own)
+        c.is_stub = sum(lines[i][1] for i in own) < STUB_WORDS and (len(own) < len(lines) or not own)
         if c.description is None:
-            prose = [line for line, is_prose in own if is_prose]
-            sentences = itertools.chain(_sentences(line for line in prose if not _FIELD.match(line)),
-                                        _sentences(line for line in prose if _FIELD.match(line)))  # "Role: priest"
-            sentence = next((s for s in sentences if s not in template), None)
+            mine = set(own)
+            sentence = next((s for i, s in facts[c.id]["sentences"] if i in mine and s not in template), None)
             if sentence:
-                c.description, c.description_source = _shortened(sentence), "body"
+                c.description, c.description_source = sentence, "body"
             else:  # nothing of its own to quote: say what and where it is, not a template's words
                 c.description, c.description_source = _placement(c), "folder"
         inferred = json.dumps([c.type, c.type_source, c.description, c.is_stub], ensure_ascii=False)
         c.content_hash = hashlib.sha256(f"{c.content_hash}:{inferred}".encode()).hexdigest()
+
+
+def _digest(line: str) -> str:
+    return hashlib.blake2b(line.encode(), digest_size=8).hexdigest()
 
 
 def _placement(concept: Concept) -> str:
@@ -505,6 +527,7 @@ class _Document:
     body_line: int
     digest: str
     text: str = ""  # the body as a reader sees it (markdown.readable)
+    facts: dict[str, Any] = field(default_factory=dict)  # text_facts(text)
     frontmatter_text: str = ""
     cache_key: str = ""
     links: list[RawLink] = field(default_factory=list)
@@ -559,10 +582,12 @@ def _read_document(bundle: Bundle, source: SourceFile, cache: dict[str, Any]) ->
             "headings": headings(body, body_line),
             "text": readable(body, _text(frontmatter.get("title")) or name[:-3]),
         }
+        cached["facts"] = text_facts(cached["text"])
     for severity, message in cached["issues"]:
         bundle.build_issues.append(BuildIssue(bundle.name, source.path, severity, message))
     return _Document(
-        source.path, name, cached["frontmatter"], body, body_line, source.digest, cached["text"], yaml_text or "", key,
+        source.path, name, cached["frontmatter"], body, body_line, source.digest, cached["text"], cached["facts"],
+        yaml_text or "", key,
         links=[RawLink(*link) for link in cached["links"]], headings=[tuple(h) for h in cached["headings"]],
     )
 
