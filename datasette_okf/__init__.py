@@ -10,7 +10,7 @@ a module imports only modules above it in this list (tests/test_layers.py):
   graph hamming sqlfunctions              the walk, 1-bit vector candidates, SQL functions on a connection
   options render retrieve                 ContextOptions; context text; context_for's stages
   lint evaluate notes rebuild_candidates fileback convert trigger   what runs over a built database or a vault
-  access answer web mcp_tools cli llm_plugin                        the surfaces: Datasette, MCP, CLIs, llm
+  access metadata answer web mcp_tools cli llm_plugin               the surfaces: Datasette (and its metadata), MCP, CLIs, llm
 """
 
 import importlib.util
@@ -68,6 +68,13 @@ def database_actions(datasette, actor, database):
         return []
 
     return inner
+
+
+@hookimpl
+def get_metadata(datasette, key, database, table):
+    from .metadata import get_metadata as metadata
+
+    return metadata(datasette, key)
 
 
 @hookimpl
