@@ -26,6 +26,7 @@ from .answer import (
 from .embed import DEFAULT_ALIASES, EmbeddingError, OKFMiniLM
 from .fileback import FileBackError, file_back
 from .options import MODES, BadOption, ContextOptions
+from .retrieve import nearest_notes
 
 DEFAULTS = ContextOptions()
 
@@ -116,7 +117,7 @@ def register_commands(cli):
         if show_context and not as_json:
             click.echo(result["context"] + "\n", err=True)
         if not result["confident"]:
-            nearest = result["seeds"][:3]
+            nearest = nearest_notes(result)
             if as_json:
                 click.echo(json.dumps({"question": question, "confident": False, "answer": None,
                                        "reason": result["reason"], "nearest": nearest}, indent=2))

@@ -381,7 +381,7 @@ def find_seeds(query: Query) -> list[dict[str, Any]]:
 
 
 def gate(query: Query, fused: list[dict[str, Any]]) -> tuple[bool, str]:
-    """2. Confident when the question names a title or alias, the top keyword match covers most of its words,
+    """2. Confident when the question names a title or alias, one of the best keyword matches covers most of its words,
     or the nearest chunk is as similar as the bundle's calibrated threshold; otherwise nothing is returned. The
     same evidence in every mode: what a mode's lists did not look at is looked up here (docs/design.md §3)."""
     titled, keyword, best = _evidence(query, fused)
@@ -673,6 +673,15 @@ def respond(query: Query, confident: bool, reason: str, seeds: list[Seed], picke
         "params": query.params,
         "timings_ms": query.timings,
     }
+
+
+NEAREST = 3  # notes listed when there is no confident match
+
+
+def nearest_notes(result: dict[str, Any], count: int = NEAREST) -> list[dict[str, Any]]:
+    """The notes that came closest when `result` (context_for's JSON, local or remote) is not confident: its
+    best seeds, which `llm okf` and the question page list as "may not be relevant"."""
+    return result["seeds"][:count]
 
 
 def _timed(query: Query, stage: str, function: Callable[..., T], *args: Any) -> T:

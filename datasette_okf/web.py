@@ -8,19 +8,22 @@ sqlite-vec and our SQL functions.
 
 from __future__ import annotations
 
+import json
 import math
 from html import escape
 from typing import Any
 from urllib.parse import quote, urlencode
 
+from datasette.database import QueryInterrupted
+from datasette.utils import sqlite3
 from datasette.utils.asgi import Forbidden, Response
 
 from .access import configured_options, okf_databases, visible_databases
 from .embed import EmbeddingError
 from .options import MODES, BadOption, ContextOptions
-from .retrieve import context_for
+from .retrieve import context_for, nearest_notes
 from .schema import OutdatedDatabase
-from .titles import MAX_QUESTION  # the SQL functions' limit too: one for every way in
+from .titles import MAX_QUESTION, coverage  # MAX_QUESTION: the SQL functions' limit too, one for every way in
 
 
 class BadRequest(Exception):
@@ -92,25 +95,129 @@ async def context_for_page(datasette, request):
         except OutdatedDatabase as error:
             context["error"], status = str(error), 409
         else:
-            context.update(page_view(datasette, params, result))
+            looked_up = await look_up(datasette.get_database(params["db"]), params, result)
+            context.update(page_view(datasette, params, result, **looked_up))
     context["selected_db"] = request.args.get("db") or (context["databases"][0] if context["databases"] else "")
     context["selected_mode"] = request.args.get("mode") or "hybrid"
+    # only a database the actor may see: a db= naming a private one gets no examples from it
+    examples = (await example_questions(datasette.get_database(context["selected_db"]))
+                if context["selected_db"] in context["databases"] else [])
+    context["examples"] = [{"question": q, "url": "/-/context_for?" + urlencode({"q": q, "db": context["selected_db"]})}
+                           for q in examples]
     html = await datasette.render_template("okf_context_for.html", context, request=request)
     return Response.html(html, status=status)
 
 
-def page_view(datasette, params: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
-    """What the template shows: nodes with row links and badges, SQL with editor links, the picture."""
+EXAMPLES = 3
+# The best-connected notes that are neither an index, a log (OKF §9) nor an unfilled template: what a bundle is
+# mostly about. `degree` is stored by the build; ties go by title, so a database always suggests the same questions.
+EXAMPLES_SQL = """select title, type from concepts
+where not is_index and not is_stub and path != 'log.md' and path not like '%/log.md'
+  and trim(coalesce(title, '')) != ''
+order by degree desc, title, id limit :limit"""
+WHO = {"person", "people", "character", "npc", "deity", "god", "author", "contact"}
+WHERE = {"place", "location", "region", "city", "town", "site"}
+
+
+def example_question(title: str, type_: str | None) -> str:
+    kind = (type_ or "").strip().casefold()
+    return f"{'Who' if kind in WHO else 'Where' if kind in WHERE else 'What'} is {title}?"
+
+
+async def example_questions(database, count: int = EXAMPLES) -> list[str]:
+    """A few questions about this database's own notes, for the placeholder and the links under the form."""
+    try:
+        rows = await database.execute(EXAMPLES_SQL, {"limit": count * 3})
+    except (sqlite3.Error, QueryInterrupted):  # an outdated or odd database: no examples, not an error page
+        return []
+    questions = dict.fromkeys(example_question(row["title"].strip(), row["type"]) for row in rows)
+    return list(questions)[:count]
+
+
+def referenced(why: dict[str, Any]) -> list[str]:
+    """The ids of the notes a node's `why` names."""
+    return [why[key] for key in ("from", "after", "before", "resolved_from", "bridged_from") if why.get(key)]
+
+
+async def look_up(database, params: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
+    """What the page shows that the JSON does not carry: the titles of notes the why lines name that are not
+    in the response (a hop's source the budget left out, a superseded note), and how much of the question each
+    nearest note covers when there is no confident match (the gate's keyword test, per note)."""
+    titles = {s["id"]: s["title"] for s in result["seeds"]} | {n["id"]: n["title"] for n in result["nodes"]}
+    missing = sorted({i for n in result["nodes"] for i in referenced(n["why"])} - set(titles))
+    nearest = [] if result["confident"] else [s["id"] for s in nearest_notes(result)]
+    covered: dict[str, float] = {}
+    try:
+        if missing:
+            rows = await database.execute("select id, title from concepts where id in (select value from json_each(:ids))",
+                                          {"ids": json.dumps(missing)})
+            titles.update({row["id"]: row["title"] for row in rows})
+        if nearest:
+            rows = await database.execute(
+                "select id, title || ' ' || coalesce(description, '') || ' ' || coalesce(tags, '') || ' ' || body"
+                " as text from concepts where id in (select value from json_each(:ids))", {"ids": json.dumps(nearest)})
+            covered = {row["id"]: coverage(params["question"], row["text"] or "") for row in rows}
+    except (sqlite3.Error, QueryInterrupted):  # the answer stands without them: ids instead of titles
+        pass
+    return {"titles": titles, "covered": covered}
+
+
+def why_parts(why: dict[str, Any], via: str, titles: dict[str, str]) -> list[tuple[str, str | None]]:
+    """A node's why line as (text, id) pieces: the notes it names by title, each with its id (None: plain text).
+    The same words as the JSON's `via`, which names them by id."""
+    def note(concept_id: str) -> tuple[str, str]:
+        return titles.get(concept_id) or concept_id, concept_id
+
+    kind = why.get("kind")
+    if kind == "hop":
+        return [(f"hop {why['hop']} via ", None), note(why["from"]), (f" ({why['predicate']})", None)]
+    if kind == "series":
+        parts: list[tuple[str, str | None]] = [("series: ", None)]
+        for side in ("after", "before"):
+            if why.get(side):
+                parts += [(", " if len(parts) > 1 else "", None), (f"{side} ", None), note(why[side])]
+        return parts
+    if kind == "seed":
+        parts = [("seed: " + "+".join(name for name, rank in why["ranks"].items() if rank), None)]
+        if why.get("resolved_from"):
+            parts += [(" (resolved from superseded ", None), note(why["resolved_from"]), (")", None)]
+        if why.get("bridged_from"):
+            parts += [(" (second round, through ", None), note(why["bridged_from"]), (")", None)]
+        return parts
+    return [(via, None)]  # a kind this page does not know yet
+
+
+def found_by(ranks: dict[str, int | None]) -> str:
+    names = {"title": "title", "fts": "keyword", "vector": "vector"}
+    found = [f"{names.get(name, name)} #{rank}" for name, rank in ranks.items() if rank]
+    return "found by " + ", ".join(found) if found else "found by no list"
+
+
+def page_view(datasette, params: dict[str, Any], result: dict[str, Any], titles: dict[str, str] | None = None,
+              covered: dict[str, float] | None = None) -> dict[str, Any]:
+    """What the template shows: nodes with row links, badges and titled why lines, the nearest notes when
+    there is no confident match, SQL with editor links, the picture."""
     db = params["db"]
     base = datasette.urls.database(db)
+    titles = titles or {}
     nodes = []
     seeds = {s["id"]: s for s in result["seeds"]}
     for node in result["nodes"]:
+        parts = why_parts(node["why"], node["via"], titles)
         nodes.append({
             **node,
             "url": datasette.urls.row(db, "concepts", quote(node["id"], safe="")),
             "ranks": seeds.get(node["id"], {}).get("ranks"),
+            "why_parts": parts,
+            "why_text": "".join(text for text, _ in parts),
         })
+    nearest = []
+    if not result["confident"]:
+        for seed in nearest_notes(result):
+            share = (covered or {}).get(seed["id"])
+            nearest.append({**seed, "url": datasette.urls.row(db, "concepts", quote(seed["id"], safe="")),
+                            "found_by": found_by(seed.get("ranks") or {}),
+                            "coverage": None if share is None else f"{share:.0%}"})
     sql = []
     for stage, statement in result["sql"].items():  # each with the parameters it ran with
         used = {key: value for key, value in result["params"][stage].items() if f":{key}" in statement}
@@ -118,13 +225,15 @@ def page_view(datasette, params: dict[str, Any], result: dict[str, Any]) -> dict
                     "ms": result["timings_ms"].get(stage)})
     options: ContextOptions = params["options"]
     asked = {name: getattr(options, name) for name in ContextOptions.PER_REQUEST}
-    return {"result": result, "nodes": nodes, "sql": sql, "db": db,
+    return {"result": result, "nodes": nodes, "nearest": nearest, "sql": sql, "db": db,
+            "coverage_threshold": f"{options.coverage_threshold:.0%}",
             "json_url": f"/-/context_for.json?{urlencode({'q': params['question'], 'db': db, **asked})}",
-            "svg": neighbourhood_svg(result)}
+            "svg": neighbourhood_svg(result, why={n["id"]: n["why_text"] for n in nodes})}
 
 
-def neighbourhood_svg(result: dict[str, Any], size: int = 420) -> str:
-    """Seeds on an inner ring, walked notes on an outer ring, the walk's edges between them."""
+def neighbourhood_svg(result: dict[str, Any], size: int = 420, why: dict[str, str] | None = None) -> str:
+    """Seeds on an inner ring, walked notes on an outer ring, the walk's edges between them; `why`: each node's
+    why line as the page shows it (by title), for its tooltip."""
     nodes = result["nodes"]
     if not nodes:
         return ""
@@ -149,7 +258,7 @@ def neighbourhood_svg(result: dict[str, Any], size: int = 420) -> str:
         colour = "#2b6cb0" if seed else "#dd6b20"
         title = escape(node["title"])
         parts.append(
-            f'<g class="{"okf-seed" if seed else "okf-walked"}"><title>{title} — {escape(node["via"])}</title>'
+            f'<g class="{"okf-seed" if seed else "okf-walked"}"><title>{title} — {escape((why or {}).get(node["id"], node["via"]))}</title>'
             f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{9 if seed else 7}" fill="{colour}"/>'
             f'<text x="{x:.1f}" y="{y + 20:.1f}" font-size="10" text-anchor="middle">{escape(node["title"][:22])}</text></g>'
         )

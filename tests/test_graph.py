@@ -96,7 +96,7 @@ def test_the_edge_budget_expands_the_strongest_nodes_first(tmp_path):
         "behind-small.md": T.format(extra="", body="end"),
         "hub.md": T.format(extra="", body=" ".join(f"[n{i}](n{i}.md)" for i in range(60))),
     }
-    files.update({f"n{i}.md": T.format(extra="", body="leaf") for i in range(60)})
+    files.update({f"n{i}.md": T.format(extra="", body=f"leaf {i}") for i in range(60)})  # one word in 60 notes: a template
     build([write_bundle(tmp_path / "g", files)], tmp_path / "g.db", embed=False)
     conn = sqlite_utils.Database(tmp_path / "g.db").conn
     roomy = ids(graph_expand(conn, ["g/seed"], WalkOptions()))

@@ -192,3 +192,78 @@ def test_each_stage_link_opens_the_sql_editor_with_what_ran(ds):
         rows = fetch(ds, f"{link.path}.json?{link.query}&_shape=array").json()
         assert isinstance(rows, list)  # Datasette runs it as given
         assert rows or stage in ("names", "series")  # the stage's rows (no unknown name, no series near the Tinker)
+
+
+def _visible(html_fragment):
+    """The text a reader sees: tags (and the ids in their attributes) removed."""
+    import html
+    import re
+
+    return html.unescape(re.sub(r"<[^>]+>", "", html_fragment))
+
+
+def test_the_placeholder_and_examples_ask_about_the_database_s_own_notes(tmp_path):
+    """Not the example bundle's "Who does the Tinker work for?" on every vault: questions about the asked
+    database's best-connected notes (issue 19, item 4)."""
+    import html
+    import re
+    import sqlite3
+
+    from datasette_okf.store import build
+
+    from .conftest import VAULT
+
+    path = tmp_path / "notes.db"
+    build([VAULT], path, embed=False)
+    titles = [row[0] for row in sqlite3.connect(path).execute(
+        "select title from concepts where not is_index and not is_stub")]
+    asked = {f"{word} is {title}?" for title in titles for word in ("Who", "What", "Where")}
+    page = fetch(Datasette([str(path)]), "/-/context_for").text
+    [placeholder] = re.findall(r'placeholder="([^"]*)"', page)
+    assert html.unescape(placeholder) in asked and "Tinker" not in page
+    examples = [html.unescape(q) for q in re.findall(r'<a href="/-/context_for\?q=[^"]*">([^<]+)</a>', page)]
+    assert examples and examples[0] == html.unescape(placeholder) and set(examples) <= asked
+    assert len(set(examples)) == len(examples) <= 3
+
+
+def test_why_lines_name_notes_by_title_with_the_id_on_hover(ds):
+    import re
+
+    data = fetch(ds, f"/-/context_for.json?q={QUESTION}").json()
+    titles = {n["id"]: n["title"] for n in data["nodes"]} | {s["id"]: s["title"] for s in data["seeds"]}
+    hops = [n for n in data["nodes"] if n["why"]["kind"] == "hop"]
+    assert hops and all(n["why"]["from"] in n["via"] for n in hops)  # the JSON still names them by id
+    page = fetch(ds, f"/-/context_for?q={QUESTION}").text
+    lines = dict(re.findall(r'<li data-id="([^"]+)">.*?<div class="okf-why">(.*?)</div>', page, re.DOTALL))
+    for hop in hops:
+        source = hop["why"]["from"]
+        line = lines[hop["id"]]
+        assert titles[source] in _visible(line) and source not in _visible(line)
+        assert f'title="{source}"' in line  # the id, on hover
+    series = [n for n in data["nodes"] if n["why"]["kind"] == "series"]
+    for node in series:
+        for side in ("after", "before"):
+            if node["why"][side]:
+                assert titles[node["why"][side]] in _visible(lines[node["id"]])
+
+
+def test_no_confident_match_lists_the_nearest_notes_and_what_was_checked(ds):
+    """The same nearest notes `llm okf` lists (retrieve.nearest_notes), each with what found it, and the gate's checks."""
+    import re
+
+    from datasette_okf.retrieve import nearest_notes
+
+    question = "How do I descale an espresso machine?"
+    data = fetch(ds, f"/-/context_for.json?q={question}").json()
+    assert not data["confident"] and data["nodes"] == []
+    nearest = nearest_notes(data)
+    assert nearest
+    page = fetch(ds, f"/-/context_for?q={question}").text
+    [section] = re.findall(r'<div id="okf-nearest">(.*?)</div>\s*<h2>Context for the LLM', page, re.DOTALL)
+    listed = re.findall(r'<li data-id="([^"]+)">', section)
+    assert listed == [note["id"] for note in nearest]
+    text = _visible(section)
+    assert all(note["title"] in text for note in nearest)
+    assert "found by vector #1" in text and "of the question's content words" in text
+    assert "What was checked" in text and "calibrated threshold" in text and data["reason"] in text
+    assert 'id="okf-nodes"' not in page  # no empty sections
