@@ -17,7 +17,7 @@ import sqlite_utils
 import sqlite_vec
 from sqlite_utils.utils import sqlite3  # pysqlite3 where installed, as sqlite-utils and Datasette use
 
-FORMAT_VERSION = "7"
+FORMAT_VERSION = "8"
 MAX_FILE_BYTES = 4 * 1024 * 1024  # the largest note a build reads: every text a database holds is shorter
 FTS_COLUMNS = ["title", "aliases", "description", "tags", "body"]
 FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
@@ -56,7 +56,9 @@ def connect(path: Path | str) -> sqlite_utils.Database:
 
 
 def ensure_schema(db: sqlite_utils.Database) -> None:
-    """Create the tables, indexes and full-text index if they are missing."""
+    """Create the tables, indexes and full-text index if they are missing. Every table that names a concept
+    declares it as a foreign key (never enforced: SQLite leaves `foreign_keys` off), so that Datasette shows a
+    concept's "Links from other tables" and titles instead of ids in edges and lint results."""
     db["concepts"].create(
         {
             "id": str, "bundle": str, "path": str, "type": str, "type_source": str, "title": str,
@@ -74,6 +76,7 @@ def ensure_schema(db: sqlite_utils.Database) -> None:
             "anchor": str, "object_literal": str, "date": str, "source_id": str, "line": int,
         },
         pk="id",
+        foreign_keys=[("src", "concepts", "id"), ("dst", "concepts", "id")],
         if_not_exists=True,
     )
     db["link_issues"].create(
@@ -82,6 +85,7 @@ def ensure_schema(db: sqlite_utils.Database) -> None:
             "target": str, "kind": str, "problem": str, "candidates": str,
         },
         pk="id",
+        foreign_keys=[("src", "concepts", "id")],
         if_not_exists=True,
     )
     db["build_issues"].create(
@@ -92,6 +96,7 @@ def ensure_schema(db: sqlite_utils.Database) -> None:
     db["external_links"].create(
         {"id": int, "src": str, "url": str, "text": str, "predicate": str, "line": int},
         pk="id",
+        foreign_keys=[("src", "concepts", "id")],
         if_not_exists=True,
     )
     db["log_entries"].create(
@@ -105,11 +110,13 @@ def ensure_schema(db: sqlite_utils.Database) -> None:
             "content_hash": str, "embedded_with": str,
         },
         pk="id",
+        foreign_keys=[("concept_id", "concepts", "id")],
         if_not_exists=True,
     )
     db["headings"].create(
         {"id": int, "concept_id": str, "level": int, "text": str, "slug": str, "line": int},
         pk="id",
+        foreign_keys=[("concept_id", "concepts", "id")],
         if_not_exists=True,
     )
     db["parse_cache"].create({"key": str, "bundle": str, "entry": str}, pk="key", if_not_exists=True)

@@ -106,3 +106,22 @@ def test_tables_a_rebuild_adds_are_hidden_too(vault_db, test_models):
     assert not [t for t in before["tables"] if t["name"].startswith("chunk_vectors")]
     visible = [t["name"] for t in after["tables"] if not t["hidden"]]
     assert "chunk_vectors" in visible and not [name for name in visible if name.startswith(INTERNAL)]
+
+
+def test_a_concept_row_shows_the_links_from_other_tables_and_edges_show_titles(vault_db):
+    """Issue 19 item 2: edges, chunks, headings, link_issues and external_links name a concept as a foreign key, so
+    Datasette lists what points at a note on its row page and labels ids with titles (before: plain text ids)."""
+    conn = sqlite3.connect(vault_db)
+    concept_id, title = conn.execute(
+        "select id, title from concepts where id in (select dst from edges) and id in (select src from edges) limit 1"
+    ).fetchone()
+    incoming = conn.execute("select count(*) from edges where dst = ?", [concept_id]).fetchone()[0]
+    outgoing = conn.execute("select count(*) from edges where src = ?", [concept_id]).fetchone()[0]
+    conn.close()
+    quoted = concept_id.replace("/", "~2F").replace(" ", "~20")
+    row, edges_page = fetch([vault_db], f"/myvault/concepts/{quoted}.json?_extras=foreign_key_tables",
+                            f"/myvault/edges?src={concept_id}")
+    links = {(f["other_table"], f["other_column"]): f["count"] for f in row["foreign_key_tables"]}
+    assert links[("edges", "dst")] == incoming and links[("edges", "src")] == outgoing
+    assert ("chunks", "concept_id") in links and ("link_issues", "src") in links
+    assert f">{title}</a>" in edges_page  # the src column is a link labelled with the note's title
