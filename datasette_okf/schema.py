@@ -126,6 +126,7 @@ def ensure_schema(db: sqlite_utils.Database) -> None:
         ("concepts", ["bundle", "is_index"]),  # counts without reading the rows (a body can span pages)
         ("chunks", ["embedded_with"]),  # "anything left to embed?" without reading the chunk texts
         ("concepts", ["type"]),
+        ("concepts", ["degree"]),  # the question page's examples, best-connected first, on every page load
         ("chunks", ["concept_id"]),
         ("headings", ["concept_id"]),
         ("parse_cache", ["bundle"]),

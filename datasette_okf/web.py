@@ -22,7 +22,7 @@ from .access import configured_options, okf_databases, visible_databases
 from .embed import EmbeddingError
 from .options import MODES, BadOption, ContextOptions
 from .retrieve import context_for, nearest_notes
-from .schema import OutdatedDatabase
+from .schema import IS_LOG, OutdatedDatabase
 from .titles import MAX_QUESTION, coverage  # MAX_QUESTION: the SQL functions' limit too, one for every way in
 
 
@@ -111,8 +111,8 @@ async def context_for_page(datasette, request):
 EXAMPLES = 3
 # The best-connected notes that are neither an index, a log (OKF §9) nor an unfilled template: what a bundle is
 # mostly about. `degree` is stored by the build; ties go by title, so a database always suggests the same questions.
-EXAMPLES_SQL = """select title, type from concepts
-where not is_index and not is_stub and path != 'log.md' and path not like '%/log.md'
+EXAMPLES_SQL = f"""select title, type from concepts
+where not is_index and not is_stub and not {IS_LOG}
   and trim(coalesce(title, '')) != ''
 order by degree desc, title, id limit :limit"""
 WHO = {"person", "people", "character", "npc", "deity", "god", "author", "contact"}
