@@ -10,7 +10,7 @@ a module imports only modules above it in this list (tests/test_layers.py):
   graph hamming sqlfunctions              the walk, 1-bit vector candidates, SQL functions on a connection
   options render retrieve                 ContextOptions; context text; context_for's stages
   lint evaluate notes rebuild_candidates fileback convert trigger   what runs over a built database or a vault
-  access metadata answer web mcp_tools cli llm_plugin               the surfaces: Datasette (and its metadata), MCP, CLIs, llm
+  access metadata note_page answer web mcp_tools cli llm_plugin     the surfaces: Datasette (its metadata, a concept's page), MCP, CLIs, llm
 """
 
 import importlib.util
@@ -75,6 +75,23 @@ def get_metadata(datasette, key, database, table):
     from .metadata import get_metadata as metadata
 
     return metadata(datasette, key)
+
+
+@hookimpl
+def extra_template_vars(template, database, table, view_name, request, datasette):
+    if view_name != "row" or table != "concepts":
+        return {}
+
+    async def inner():
+        from .metadata import database_metadata
+        from .note_page import concept_id_from, note_view
+
+        concept_id = concept_id_from(request)
+        if concept_id is None or database_metadata(datasette.get_database(database)) is None:
+            return {}
+        return {"okf_note": await note_view(datasette, database, concept_id)}
+
+    return inner
 
 
 @hookimpl

@@ -31,7 +31,7 @@ from .markdown import decode, heading, headings, is_binary, mask_code, readable,
 from .schema import MAX_FILE_BYTES, TIMELINE, is_derived_timeline
 from .titles import TitleIndex, words
 
-PARSER_VERSION = "7"  # bump when parsing changes, so unchanged files are re-read
+PARSER_VERSION = "8"  # bump when parsing changes, so unchanged files are re-read
 RESERVED = {"index.md", "log.md"}  # OKF §3.1
 LOG_TYPE = "Log"  # the type of a log.md note (OKF §9) that does not give one
 
@@ -81,6 +81,7 @@ class Edge:
     date: str | None = None
     source_id: str | None = None
     line: int | None = None
+    text: str | None = None  # the link as the note shows it ("shown" of [[target|shown]]): the row page links it
 
 
 @dataclass
@@ -813,7 +814,7 @@ class _Linker:
             for link in links:
                 resolution = self.index.resolve_wikilink(self.doc.path, link.target)
                 line = self.doc.frontmatter_line(f"[[{link.target}")
-                self.add(resolution, link.target, predicate, kind, line, value, keep_dead=True, **extra)
+                self.add(resolution, link.target, predicate, kind, line, link.text, keep_dead=True, **extra)
             return
         looks_like_path = value.startswith(("/", "./", "../")) or value.lower().endswith(".md")
         if literal_ok and not looks_like_path:
@@ -830,7 +831,7 @@ class _Linker:
             for link in find_wikilinks(value):
                 resolution = self.index.resolve_wikilink(self.doc.path, link.target)
                 line = self.doc.frontmatter_line(f"[[{link.target}")
-                self.add(resolution, link.target, key, "property", line, value)
+                self.add(resolution, link.target, key, "property", line, link.text)
         elif isinstance(value, list):
             for item in value:
                 self.frontmatter_wikilinks(key, item)
@@ -856,7 +857,7 @@ class _Linker:
         elif status == "note":
             dst = f"{self.bundle.name}/{resolution.path[:-3]}"
             if dst != self.concept.id or kind in ("relation", "supersedes"):
-                self.edge(dst, predicate, kind, anchor=resolution.anchor, line=line, **extra)
+                self.edge(dst, predicate, kind, anchor=resolution.anchor, line=line, text=text, **extra)
         elif status in ("file", "folder"):
             self.edge(None, predicate, kind, object_literal=resolution.path, line=line, **extra)
         elif status != "self":

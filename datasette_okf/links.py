@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from urllib.parse import unquote
 
-from .markdown import blank, mask_code
+from .markdown import blank, mask_code, shown_text
 
 
 @dataclass(frozen=True)
@@ -74,9 +74,8 @@ class _Lines:
 def _wikilinks(text: str, lines: _Lines) -> Iterator[tuple[int, RawLink]]:
     for match in _WIKILINK.finditer(text):
         inner = match.group(2).replace("\\|", "|")
-        target, _, shown = inner.partition("|")
         kind = "embed" if match.group(1) else "wikilink"
-        link = RawLink(kind, target.strip(), shown.strip() or target.strip(), lines.at(match.start()))
+        link = RawLink(kind, inner.partition("|")[0].strip(), shown_text(inner), lines.at(match.start()))
         yield match.start(), link
 
 

@@ -17,7 +17,7 @@ import sqlite_utils
 import sqlite_vec
 from sqlite_utils.utils import sqlite3  # pysqlite3 where installed, as sqlite-utils and Datasette use
 
-FORMAT_VERSION = "8"
+FORMAT_VERSION = "9"
 MAX_FILE_BYTES = 4 * 1024 * 1024  # the largest note a build reads: every text a database holds is shorter
 FTS_COLUMNS = ["title", "aliases", "description", "tags", "body"]
 FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
@@ -73,7 +73,7 @@ def ensure_schema(db: sqlite_utils.Database) -> None:
     db["edges"].create(
         {
             "id": int, "src": str, "dst": str, "predicate": str, "kind": str,
-            "anchor": str, "object_literal": str, "date": str, "source_id": str, "line": int,
+            "anchor": str, "object_literal": str, "date": str, "source_id": str, "line": int, "text": str,
         },
         pk="id",
         foreign_keys=[("src", "concepts", "id"), ("dst", "concepts", "id")],

@@ -59,3 +59,86 @@ def test_ask_a_question_in_the_page(datasette_server, browser):
     browser.find_element(By.LINK_TEXT, "Teodor Vask").click()
     WebDriverWait(browser, 30).until(EC.title_contains("concepts"))
     assert "campaign/people/teodor-vask" in browser.page_source
+
+
+# --- your own vault: a database not named campaign, served without the repository's metadata.yml
+
+
+@pytest.fixture(scope="module")
+def vault_server(tmp_path_factory):
+    """tests/fixtures/vault built with the real default model into myvault.db, served as a new user would."""
+    from datasette_okf.store import build
+
+    from .conftest import VAULT, running_datasette
+
+    path = tmp_path_factory.mktemp("vault") / "myvault.db"
+    build([VAULT], path)
+    with running_datasette(str(path)) as url:
+        yield url, path
+
+
+def shoot(browser, name):
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    browser.save_screenshot(str(ARTIFACTS / name))
+    assert (ARTIFACTS / name).stat().st_size > 10_000
+
+
+def test_vault_concepts_are_faceted_and_internal_tables_hidden(vault_server, browser):
+    from selenium.webdriver.common.by import By
+
+    url, _ = vault_server
+    browser.get(url + "myvault/concepts")
+    facets = {e.get_attribute("class").split("facet-myvault-concepts-")[-1]
+              for e in browser.find_elements(By.CSS_SELECTOR, "div.facet-info")}
+    assert {"type", "tags", "bundle", "trust_tier"} <= facets
+    type_facet = browser.find_element(By.CSS_SELECTOR, "div.facet-myvault-concepts-type").text
+    assert "person" in type_facet.lower() or "people" in type_facet.lower()  # inferred from the folder
+    shoot(browser, "vault-concepts.png")
+    browser.get(url + "myvault")
+    tables = [a.text for a in browser.find_elements(By.CSS_SELECTOR, "h3 > a")]
+    assert "concepts" in tables and "edges" in tables
+    hidden = [t for t in tables if t.startswith(("chunk_vectors_", "chunk_bits_", "concepts_fts"))
+              or t in ("parse_cache", "sqlite_sequence", "chunk_floats")]
+    assert hidden == []
+
+
+def test_vault_row_page_shows_the_rendered_note_and_its_links(vault_server, browser):
+    from selenium.webdriver.common.by import By
+
+    url, _ = vault_server
+    browser.get(url + "myvault/concepts/vault~2FPeople~2FNessa~20Thorne")
+    body = browser.find_element(By.CSS_SELECTOR, ".okf-note-body")
+    assert [h.text for h in body.find_elements(By.TAG_NAME, "h2")] == ["Appearance", "Secrets"]
+    assert "Black Gulls" in [a.text for a in body.find_elements(By.CSS_SELECTOR, "a.okf-link")]
+    headings = [h.text for h in browser.find_elements(By.TAG_NAME, "h2")]
+    assert "Links from other tables" in headings
+    assert "Session 2" in browser.find_element(By.ID, "okf-links-in").text
+    shoot(browser, "vault-row.png")
+    body.find_element(By.LINK_TEXT, "Black Gulls").click()
+    assert "Black Gulls" in browser.find_element(By.CSS_SELECTOR, ".okf-note-body").text
+    browser.find_element(By.LINK_TEXT, "Ask about this note").click()
+    assert browser.find_element(By.ID, "okf-q").get_attribute("value") == "Black Gulls"
+
+
+def test_vault_question_page_suggests_its_own_titles_and_helps_when_nothing_matches(vault_server, browser):
+    import sqlite3
+
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as EC
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    url, path = vault_server
+    with sqlite3.connect(path) as conn:
+        titles = [row[0] for row in conn.execute("select title from concepts")]
+    browser.get(url + "-/context_for")
+    box = browser.find_element(By.ID, "okf-q")
+    placeholder = box.get_attribute("placeholder")
+    assert any(f" {title}?" in placeholder for title in titles), placeholder
+    assert "Tinker" not in browser.page_source
+    box.send_keys("How do I change the oil filter on a diesel tractor?")
+    browser.find_element(By.ID, "okf-ask").click()
+    WebDriverWait(browser, 60).until(EC.presence_of_element_located((By.ID, "okf-nearest")))
+    nearest = [a.text for a in browser.find_elements(By.CSS_SELECTOR, "#okf-nearest li > a")]
+    assert nearest and set(nearest) <= set(titles)
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#okf-checked li")) == 4
+    shoot(browser, "vault-no-answer.png")

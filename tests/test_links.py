@@ -62,12 +62,13 @@ def test_footnotes_and_task_boxes_are_not_links():
 
 
 def test_wikilink_forms():
+    """`text` is what Obsidian shows (and markdown.readable keeps): the row page links those words."""
     body = "[[Note]] [[Note|shown]] [[Note#Heading]] [[folder/Note]] ![[embed]] | [[a\\|b]] |"
     links = find_links(body)
     assert [(l.kind, l.target, l.text) for l in links] == [
         ("wikilink", "Note", "Note"),
         ("wikilink", "Note", "shown"),
-        ("wikilink", "Note#Heading", "Note#Heading"),
+        ("wikilink", "Note#Heading", "Note > Heading"),
         ("wikilink", "folder/Note", "folder/Note"),
         ("embed", "embed", "embed"),
         ("wikilink", "a", "b"),
