@@ -18,8 +18,15 @@ setup: $(BIN)/.installed
 build: setup
 	$(BIN)/datasette okf build $(BUNDLE) -o $(DB)
 
+# The example is built, then served. Your own BUNDLE is served as soon as its text is in (seconds), its vectors
+# computed behind, and every save rebuilt while you work (datasette okf build --watch --serve).
+ifeq ($(BUNDLE),examples/campaign)
 serve: build
 	$(BIN)/datasette serve $(DB) --metadata metadata.yml --host 127.0.0.1 --port $(PORT)
+else
+serve: setup
+	$(BIN)/datasette okf build $(BUNDLE) -o $(DB) --watch --serve --host 127.0.0.1 --port $(PORT) --metadata metadata.yml
+endif
 
 test: setup
 	$(BIN)/ruff check .

@@ -9,7 +9,7 @@ a module imports only modules above it in this list (tests/test_layers.py):
   bundle derived store                    files -> records; derived files; records -> SQLite (the build)
   graph hamming sqlfunctions              the walk, 1-bit vector candidates, SQL functions on a connection
   options render retrieve                 ContextOptions; context text; context_for's stages
-  lint evaluate notes rebuild_candidates fileback convert trigger   what runs over a built database or a vault
+  lint evaluate notes rebuild_candidates fileback convert trigger watch   what runs over a built database or a vault
   access metadata note_page answer web mcp_tools cli llm_plugin     the surfaces: Datasette (its metadata, a concept's page), MCP, CLIs, llm
 """
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import sys
 import time
 from pathlib import Path
@@ -109,10 +110,20 @@ class _Bars(Progress):
     help="Vector cache shared by every build (default: $DATASETTE_OKF_CACHE, else ~/.cache/datasette-okf/vectors.db)",
 )
 @click.option("--no-embedding-cache", is_flag=True, help="Neither read nor write the shared vector cache")
+@click.option(
+    "--watch", is_flag=True,
+    help="Then keep the database following the folders: rebuild on every change (deleted files are pruned), "
+         "vectors computed behind, newest first; Ctrl-C stops",
+)
+@click.option("--serve", is_flag=True, help="With --watch: serve the database in Datasette as soon as its text is in")
+@click.option("--host", default="127.0.0.1", show_default=True, help="With --serve")
+@click.option("--port", default=8001, show_default=True, help="With --serve")
+@click.option("--metadata", "metadata", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="With --serve: Datasette's metadata file")
 def build(
     bundles: tuple[Path, ...], output: Path | None, prune: bool, strict: bool, model: str | None, no_embed: bool,
     link_mentions: bool, write_bundle_files: bool, force: bool, lock_timeout: float, embedding_cache: Path | None,
-    no_embedding_cache: bool,
+    no_embedding_cache: bool, watch: bool, serve: bool, host: str, port: int, metadata: Path | None,
 ):
     """Build BUNDLE folders (OKF bundles or Obsidian vaults) into one SQLite file.
 
@@ -124,14 +135,21 @@ def build(
     output = output or Path("build") / f"{bundles[0].resolve().name}.db"
     if embedding_cache and no_embedding_cache:
         raise click.UsageError("--embedding-cache and --no-embedding-cache exclude each other")
+    if serve and not watch:
+        raise click.UsageError("--serve goes with --watch (to serve a built file: datasette serve FILE)")
+    cache = False if no_embedding_cache else embedding_cache or True
+
+    def run_build(progress: Progress) -> BuildReport:
+        return build_database(
+            bundles, output, prune=prune or watch, embed=not no_embed, model=model, progress=progress,
+            link_mentions=link_mentions, force=force, lock_timeout=lock_timeout, derived_files=True,
+            into_bundles=[path.resolve().name for path in bundles] if write_bundle_files else [],
+            embedding_cache=cache, vectors_behind=watch,
+        )
+
     bars = _Bars()
     try:
-        report = build_database(
-            bundles, output, prune=prune, embed=not no_embed, model=model, progress=bars, link_mentions=link_mentions,
-            force=force, lock_timeout=lock_timeout, derived_files=True,
-            into_bundles=[path.resolve().name for path in bundles] if write_bundle_files else [],
-            embedding_cache=False if no_embedding_cache else embedding_cache or True,
-        )
+        report = run_build(bars)
     except BuildRefused as error:
         raise Refused(str(error))
     except (BuildError, EmbeddingError) as error:
@@ -139,6 +157,10 @@ def build(
     finally:
         bars.close()
     click.echo(summary(report))
+    if watch:
+        watch_and_serve(bundles, output, lambda: run_build(Progress()), cache, no_embed,
+                        (host, port, metadata) if serve else None, report.vectors_pending)
+        return
     if report.derived:
         click.echo("derived: " + ", ".join(str(path) for path in report.derived))
     for problem in (report.wal_pending, report.derived_error):
@@ -146,6 +168,43 @@ def build(
             click.echo(f"Error: {problem}", err=True)
     if report.wal_pending or report.derived_error or (strict and any(b.errors or b.warnings for b in report.bundles)):
         sys.exit(1)
+
+
+def _interrupt(*_: object) -> None:
+    raise KeyboardInterrupt
+
+
+def watch_and_serve(bundles: tuple[Path, ...], output: Path, rebuild, cache, no_embed: bool,
+                    serve: tuple[str, int, Path | None] | None, pending: int) -> None:
+    """build --watch (and --serve): Datasette on the file as it is, then vectors behind and a rebuild per change."""
+    import subprocess
+
+    from .embed import canonical_id, get_model
+    from .schema import stored_model
+    from .watch import Watcher
+
+    model_id = None if no_embed else canonical_id(stored_model(connection(str(output))))
+    server = None
+    if serve:
+        host, port, metadata = serve
+        command = [sys.executable, "-m", "datasette", "serve", str(output), "--host", host, "--port", str(port)]
+        server = subprocess.Popen(command + (["--metadata", str(metadata)] if metadata else []))
+        click.echo(f"serving http://{host}:{port}/ (ask at http://{host}:{port}/-/context_for)"
+                   + (f"; {pending:,} chunks still to embed, answers use the vectors written so far" if pending else ""))
+    click.echo(f"watching {', '.join(str(b) for b in bundles)}: every change is rebuilt, deleted files are removed "
+               "from the database; Ctrl-C stops")
+    watcher = Watcher([Path(b) for b in bundles], output, rebuild, click.echo,
+                      get_model(model_id) if model_id else None, model_id, cache, pending)
+    signal.signal(signal.SIGTERM, _interrupt)  # `kill` stops it as Ctrl-C does: the server with it
+    try:
+        watcher.run()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if server is not None:
+            server.terminate()
+            server.wait(timeout=10)
+        click.echo("stopped watching")
 
 
 @okf.command()
@@ -306,6 +365,8 @@ def summary(report: BuildReport) -> str:
             lines.append(f"embedding model changed from {e.model_changed_from} to {e.model}: every chunk was re-embedded")
         rate = f" ({e.embedded / e.seconds:.1f} chunks/s)" if e.embedded and e.seconds else ""
         lines.append(f"vectors: {e.embedded:,} chunks embedded{f', {e.cached:,} from the cache,' if e.cache else ''} with {e.model} ({e.dimensions}-d) in {e.seconds:.1f}s{rate}")
+    if report.vectors_pending:
+        lines.append(f"vectors: {report.vectors_pending:,} chunks to embed behind (the file answers meanwhile)")
     lines.append(f"{report.output} in {report.seconds:.2f}s")
     if any(b.errors or b.warnings or b.link_problems for b in report.bundles):
         lines.append("Details: select * from build_issues / link_issues (or browse them in Datasette)")

@@ -34,7 +34,7 @@ from .render import (
     no_confident_match,
     node_header,
 )
-from .schema import check_format, read_meta, stored_model
+from .schema import check_format, read_meta, stored_model, vectors_progress
 from .sqlfunctions import prepare_connection
 from .titles import MAX_QUESTION, coverage, names, words
 
@@ -213,7 +213,7 @@ class Query:
     options: ContextOptions
     rules: ModeRules
     model: str
-    vectors: str  # "used", "none in this database" or "unavailable: why"
+    vectors: str  # "used", "partial: N of M chunks", "none in this database" or "unavailable: why"
     lists: tuple[str, ...]  # the seed lists that run (no vector list without vectors)
     binary: bool  # vector candidates from 1-bit codes
     intent: str
@@ -223,6 +223,11 @@ class Query:
     sql: dict[str, str] = field(default_factory=dict)
     params: dict[str, dict[str, Any]] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def uses_vectors(self) -> bool:
+        """Vector search runs: every vector, or those a build still embedding has written so far."""
+        return self.vectors == "used" or self.vectors.startswith("partial")
 
     def run(self, stage: str, sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:
         """A stage's statement, kept with its parameters so that the response can show and rerun it."""
@@ -350,6 +355,9 @@ def open_query(db: Any, question: str, options: ContextOptions) -> Query:
     rules = MODE_RULES[options.mode]
     has_vectors = _has_table(conn, "chunk_vectors")
     vectors = "used" if has_vectors else "none in this database"
+    progress = vectors_progress(conn, model) if has_vectors else None
+    if progress is not None:
+        vectors = f"partial: {progress[0]:,} of {progress[1]:,} chunks"
     if has_vectors and "vector" in rules.lists:
         try:  # embedded here (and cached) so that a failing model degrades the answer, not the request
             embed_query(model, question)
@@ -404,6 +412,9 @@ def gate(query: Query, fused: list[dict[str, Any]]) -> tuple[bool, str]:
         return True, f"the nearest chunk has cosine similarity {best:.2f} (threshold {threshold:.2f})"
     if not fused:
         return False, "no title, keyword or vector match at all"
+    if query.vectors.startswith("partial"):  # the nearest chunk may not have its vector yet: not a reason to refuse
+        return True, (f"vectors are still being computed ({query.vectors.removeprefix('partial: ')}): "
+                      f"answered from the matches so far, best vector similarity {best:.2f}")
     return False, (
         f"no title named, keyword coverage at most {options.coverage_threshold:.0%}, "
         f"best vector similarity {best:.2f} below {threshold:.2f}"
@@ -446,7 +457,7 @@ def _evidence(query: Query, fused: list[dict[str, Any]]) -> tuple[list[str], lis
         keyword = [row["id"] for row in _rows(query.conn, FTS_SQL, {**params, "k": KEYWORD_EVIDENCE})]
     if "vector" in query.lists:
         best = max((row.get("similarity") or 0.0 for row in fused), default=0.0)
-    elif query.vectors == "used":
+    elif query.uses_vectors:
         try:
             sql = VECTOR_BINARY_SQL if query.binary else VECTOR_SQL
             best = max((row["similarity"] for row in _rows(query.conn, sql, params)), default=0.0)
@@ -526,7 +537,7 @@ def walk(query: Query, seeds: list[Seed], fused: list[dict[str, Any]]) -> list[A
               **{f"{name}_weight": weight for name, weight in WALK_WEIGHTS.items()},
               "seed_strengths": json.dumps({s.id: s.rrf for s in seeds}),
               "cap": options.cap if options.cap is not None else len(seeds)}
-    rows = query.run("walk", _walk_sql(query.vectors == "used"), params)
+    rows = query.run("walk", _walk_sql(query.uses_vectors), params)
     walked = [Arrival(**{**json.loads(row["arrival"]), "seed": row["seed"]}, similarity=row["similarity"],
                       nth=row["nth"]) for row in rows]
     query.know([w.id for w in walked])
@@ -763,7 +774,8 @@ def _end_of_chain(query: Query, concept_id: str) -> tuple[str, list[str]]:
 # not its first (a note's "Description" before the "Overview" that answers). Without vectors, reading order,
 # then re-ordered by how much of the question each section covers.
 SECTIONS_SQL = """select chunks.id, chunks.concept_id, chunks.seq, chunks.heading, chunks.text,
-  vec_distance_cosine(chunk_floats.embedding, (select okf_embed(:question))) as distance
+  case when chunk_floats.embedding is not null  -- a chunk a build is still embedding has none yet
+    then vec_distance_cosine(chunk_floats.embedding, (select okf_embed(:question))) end as distance
 from chunks left join chunk_floats on chunk_floats.id = chunks.id
 where chunks.concept_id in (select value from json_each(:ids))
 order by chunks.concept_id, distance is null, distance, chunks.seq"""
@@ -774,7 +786,7 @@ order by concept_id, seq"""
 
 def sections(query: Query, nodes: list[Node]) -> dict[str, list[dict[str, Any]]]:
     """Each node's chunks, the one nearest the question first."""
-    vectors = query.vectors == "used"
+    vectors = query.uses_vectors
     rows = query.run("sections", SECTIONS_SQL if vectors else SECTIONS_NO_VECTORS_SQL,
                      {"question": query.question, "ids": json.dumps([n.id for n in nodes])})
     by_concept: dict[str, list[dict[str, Any]]] = {}

@@ -155,6 +155,22 @@ def bundles_of(meta: dict[str, str]) -> dict[str, dict[str, str]]:
     return json.loads(meta.get("bundles") or "{}")
 
 
+VECTORS_PENDING = "vectors_pending"  # meta key: chunks still without a vector after a vectors-behind build
+
+
+def vectors_progress(conn: Any, model: str) -> tuple[int, int] | None:
+    """(chunks with a vector from `model`, chunks) while a vectors-behind build is still embedding, else None:
+    counted only then, so a finished file pays nothing for it."""
+    try:
+        if not conn.execute("select 1 from meta where key = ?", [VECTORS_PENDING]).fetchone():
+            return None
+        done, total = conn.execute(
+            "select count(case when embedded_with = ? then 1 end), count(*) from chunks", [model]).fetchone()
+    except sqlite3.Error:
+        return None
+    return done, total
+
+
 def stored_model(conn: Any) -> str | None:
     """The embedding model a database was built with, or None (no vectors yet)."""
     try:

@@ -39,6 +39,7 @@ from .schema import (
     FORMAT_VERSION,
     IS_LOG,
     SIDE_FILES,
+    VECTORS_PENDING,
     bundles_of,
     connect,
     derived_paths,
@@ -101,6 +102,7 @@ class BuildReport:
     wal_folded: bool = False  # a no-change build folded in a log an earlier build could not
     derived: list[Path] = field(default_factory=list)  # derived files whose bytes changed
     derived_error: str | None = None
+    vectors_pending: int = 0  # chunks left without a vector by a vectors_behind build
 
     @property
     def up_to_date(self) -> bool:
@@ -149,6 +151,7 @@ def build(
     derived_files: bool = False,
     into_bundles: Iterable[str] = (),
     embedding_cache: Path | str | bool = True,
+    vectors_behind: bool = False,
 ) -> BuildReport:
     """Build (or update) `output` from one or more bundle folders.
 
@@ -160,7 +163,10 @@ def build(
     trigger keywords are rewritten beside the database (and into the roots of
     the bundles named in `into_bundles`) while the build still holds the lock.
     `embedding_cache` is the shared vector cache (vector_cache.py): True for the
-    default file, a path, or False for none.
+    default file, a path, or False for none. With `vectors_behind`, the build
+    commits without computing vectors (the file answers from titles, full-text
+    search and the graph within seconds) and `report.vectors_pending` says how
+    many chunks still need one: embed_pending() computes them, a batch per call.
     """
     started = time.perf_counter()
     progress = progress or Progress()
@@ -174,7 +180,8 @@ def build(
         _check_writable(output)
         with build_lock(output, lock_timeout, progress.waiting):
             _refuse_foreign_file(output, force)
-            report = _build_locked(roots, output, prune, embed, model, progress, link_mentions, embedding_cache)
+            report = _build_locked(roots, output, prune, embed, model, progress, link_mentions, embedding_cache,
+                                   vectors_behind)
             if derived_files:
                 report.derived, report.derived_error = _write_derived(output, into_bundles, report.up_to_date)
     except LockTimeout as error:
@@ -187,7 +194,7 @@ def build(
 
 def _build_locked(
     roots: list[Path], output: Path, prune: bool, embed: bool, model: str | None, progress: Progress,
-    link_mentions: bool, embedding_cache: Path | str | bool = True,
+    link_mentions: bool, embedding_cache: Path | str | bool = True, vectors_behind: bool = False,
 ) -> BuildReport:
     """The build proper, once this process alone may write `output`."""
     scanned = [scan_bundle(root, skip=build_outputs(output)) for root in roots]
@@ -209,11 +216,12 @@ def _build_locked(
         previous
         and not prune
         and all(previous["fingerprints"].get(s.name) == _fingerprint(s, link_mentions) for s in scanned)
-        and (not embed or (previous.get("embedding_model") == target_model and previous["unembedded"] == 0
-                           and previous["calibrated"]))
+        and (not embed or (previous.get("embedding_model") == target_model and (
+            vectors_behind or (previous["unembedded"] == 0 and previous["calibrated"]))))
     ):
         return BuildReport(output, [_report_from_db(output, s.name) for s in scanned], wal_folded=leftover and not wal_pending,
-                           wal_pending=_pending_message(output, wal_pending) if wal_pending else None)
+                           wal_pending=_pending_message(output, wal_pending) if wal_pending else None,
+                           vectors_pending=previous.get("unembedded", 0) if embed else 0)
     embedding_model = get_model(target_model) if embed else None  # fail before any work
 
     # A current-format file is updated in place inside one transaction: SQLite's journal
@@ -250,7 +258,12 @@ def _build_locked(
                 _update_degrees(db, reports[-1].touched)
             _write_meta(db, scanned, link_mentions, okf_versions)
             embedded = None
-            if embedding_model is not None:
+            pending = 0
+            if embedding_model is not None and vectors_behind:
+                _prepare_vector_tables(db, embedding_model, target_model)
+                pending = _unembedded(db, target_model)
+                _mark_pending(db, pending)
+            elif embedding_model is not None:
                 embedded = _embed_missing(db, embedding_model, target_model, progress, embedding_cache)
                 _calibrate_gate(db, embedding_model, target_model)
             for r in reports:
@@ -278,7 +291,8 @@ def _build_locked(
         if not in_place:
             _remove_temporary(target)
         raise
-    return BuildReport(output, reports, embedded, wal_pending=_pending_message(output, wal_pending) if wal_pending else None)
+    return BuildReport(output, reports, embedded, wal_pending=_pending_message(output, wal_pending) if wal_pending else None,
+                       vectors_pending=pending)
 
 
 def _remove_abandoned_temporary_files(output: Path) -> None:
@@ -628,12 +642,8 @@ def _delete_chunks(db: sqlite_utils.Database, where: str, params: list) -> None:
     db.execute(f"delete from chunks where {where}", params)
 
 
-def _embed_missing(
-    db: sqlite_utils.Database, model, model_id: str, progress: Progress, embedding_cache: Path | str | bool = True,
-) -> EmbedReport:
-    """Give every chunk without a vector from `model_id` one: from the shared cache (vector_cache.py) when it holds
-    one for this model and exactly this text, else from the model, shortest texts batched together."""
-    started = time.perf_counter()
+def _prepare_vector_tables(db: sqlite_utils.Database, model, model_id: str) -> EmbedReport:
+    """The vector tables for `model_id`, made (and every chunk marked unembedded) when the model changed."""
     meta = read_meta(db.conn)
     previous = meta.get("embedding_model")
     report = EmbedReport(model_id, int(meta.get("embedding_dimensions") or 0))
@@ -654,13 +664,38 @@ def _embed_missing(
              {"key": "embedding_dimensions", "value": str(report.dimensions)}],
             pk="key",
         )
+    return report
+
+
+def _unembedded(db: sqlite_utils.Database, model_id: str) -> int:
+    return db.execute("select count(*) from chunks where embedded_with is null or embedded_with != ?",
+                      [model_id]).fetchone()[0]
+
+
+def _mark_pending(db: sqlite_utils.Database, pending: int) -> None:
+    """meta.vectors_pending while chunks lack vectors after a vectors_behind build: context_for then counts them."""
+    if pending:
+        db["meta"].upsert({"key": VECTORS_PENDING, "value": str(pending)}, pk="key")
+    else:
+        db.execute("delete from meta where key = ?", [VECTORS_PENDING])
+
+
+def _embed_missing(
+    db: sqlite_utils.Database, model, model_id: str, progress: Progress, embedding_cache: Path | str | bool = True,
+    limit: int | None = None,
+) -> EmbedReport:
+    """Give every chunk without a vector from `model_id` one (with `limit`, that many, newest first: an edited
+    note's chunks come before the backlog): from the shared cache (vector_cache.py) when it holds one for this
+    model and exactly this text, else from the model, shortest texts batched together."""
+    started = time.perf_counter()
+    report = _prepare_vector_tables(db, model, model_id)
     todo = [
         (chunk_id, embedding_text(title, description, heading, text))
         for chunk_id, title, description, heading, text in db.execute(
             "select chunks.id, concepts.title, concepts.description, chunks.heading, chunks.text"
             " from chunks join concepts on concepts.id = chunks.concept_id"
-            " where chunks.embedded_with is null or chunks.embedded_with != ?",
-            [model_id],
+            " where chunks.embedded_with is null or chunks.embedded_with != ? order by chunks.id desc limit ?",
+            [model_id, -1 if limit is None else limit],
         )
     ]
     todo.sort(key=lambda item: len(item[1]))  # similar lengths pad less
@@ -693,6 +728,33 @@ def _embed_missing(
             report.cache_problem = cache.problem
     report.seconds = time.perf_counter() - started
     return report
+
+
+def embed_pending(output: Path | str, model: Any, model_id: str, batch: int = 32, progress: Progress | None = None,
+                  embedding_cache: Path | str | bool = True, lock_timeout: float = 60.0) -> int:
+    """Embed up to `batch` of the chunks a vectors_behind build left, newest first, and commit them: Datasette
+    answers from them at once (write-ahead log). Returns how many chunks still lack a vector; with none left the
+    gate is calibrated and the log folded into the file. Each call holds the build lock for one batch only."""
+    output = Path(output)
+    try:
+        with build_lock(output, lock_timeout, (progress or Progress()).waiting):
+            db = connect(output)
+            try:
+                with db.conn:
+                    _embed_missing(db, model, model_id, progress or Progress(), embedding_cache, limit=batch)
+                    left = _unembedded(db, model_id)
+                    if not left:
+                        _calibrate_gate(db, model, model_id)
+                    _mark_pending(db, left)
+                if not left:
+                    _checkpoint(db)
+            finally:
+                db.conn.close()
+    except LockTimeout as error:
+        raise BuildRefused(str(error)) from None
+    except (sqlite3.Error, OSError) as error:
+        raise BuildError(_explain(error, output)) from error
+    return left
 
 
 def _insert_vectors(db: sqlite_utils.Database, model_id: str, pairs: list[tuple[int, bytes]]) -> None:

@@ -19,10 +19,10 @@ from datasette.utils import sqlite3
 from datasette.utils.asgi import Forbidden, Response
 
 from .access import configured_options, okf_databases, visible_databases
-from .embed import EmbeddingError
+from .embed import EmbeddingError, canonical_id
 from .options import MODES, BadOption, ContextOptions
 from .retrieve import context_for, nearest_notes
-from .schema import IS_LOG, OutdatedDatabase
+from .schema import IS_LOG, OutdatedDatabase, stored_model, vectors_progress
 from .titles import MAX_QUESTION, coverage  # MAX_QUESTION: the SQL functions' limit too, one for every way in
 
 
@@ -104,8 +104,22 @@ async def context_for_page(datasette, request):
                 if context["selected_db"] in context["databases"] else [])
     context["examples"] = [{"question": q, "url": "/-/context_for?" + urlencode({"q": q, "db": context["selected_db"]})}
                            for q in examples]
+    context["embedding"] = (await embedding_progress(datasette.get_database(context["selected_db"]))
+                            if context["selected_db"] in context["databases"] else None)
     html = await datasette.render_template("okf_context_for.html", context, request=request)
     return Response.html(html, status=status)
+
+
+async def embedding_progress(database) -> str | None:
+    """"2,150 of 5,662 chunks" while a build (build --watch) is still computing vectors, else None."""
+    def read(conn) -> tuple[int, int] | None:
+        return vectors_progress(conn, canonical_id(stored_model(conn)))
+
+    try:
+        progress = await database.execute_fn(read)
+    except (sqlite3.Error, QueryInterrupted):
+        return None
+    return f"{progress[0]:,} of {progress[1]:,} chunks" if progress else None
 
 
 EXAMPLES = 3
