@@ -667,6 +667,15 @@ def _prepare_vector_tables(db: sqlite_utils.Database, model, model_id: str) -> E
     return report
 
 
+def last_chunk_id(output: Path | str) -> int:
+    """The highest chunk id in a built file: chunks written after it are newer (rows of changed text are new)."""
+    db = connect(Path(output))
+    try:
+        return db.execute("select coalesce(max(id), 0) from chunks").fetchone()[0]
+    finally:
+        db.conn.close()
+
+
 def _unembedded(db: sqlite_utils.Database, model_id: str) -> int:
     return db.execute("select count(*) from chunks where embedded_with is null or embedded_with != ?",
                       [model_id]).fetchone()[0]
@@ -682,11 +691,12 @@ def _mark_pending(db: sqlite_utils.Database, pending: int) -> None:
 
 def _embed_missing(
     db: sqlite_utils.Database, model, model_id: str, progress: Progress, embedding_cache: Path | str | bool = True,
-    limit: int | None = None,
+    limit: int | None = None, first_above: int = -1,
 ) -> EmbedReport:
-    """Give every chunk without a vector from `model_id` one (with `limit`, that many, newest first: an edited
-    note's chunks come before the backlog): from the shared cache (vector_cache.py) when it holds one for this
-    model and exactly this text, else from the model, shortest texts batched together."""
+    """Give every chunk without a vector from `model_id` one (with `limit`, that many: chunks whose id is above
+    `first_above` first, so an edited note's come before the backlog, then the shortest): from the shared cache
+    (vector_cache.py) when it holds one for this model and exactly this text, else from the model, shortest texts
+    batched together (similar lengths pad less)."""
     started = time.perf_counter()
     report = _prepare_vector_tables(db, model, model_id)
     todo = [
@@ -694,8 +704,9 @@ def _embed_missing(
         for chunk_id, title, description, heading, text in db.execute(
             "select chunks.id, concepts.title, concepts.description, chunks.heading, chunks.text"
             " from chunks join concepts on concepts.id = chunks.concept_id"
-            " where chunks.embedded_with is null or chunks.embedded_with != ? order by chunks.id desc limit ?",
-            [model_id, -1 if limit is None else limit],
+            " where chunks.embedded_with is null or chunks.embedded_with != ?"
+            " order by chunks.id > ? desc, length(chunks.text) limit ?",
+            [model_id, first_above, -1 if limit is None else limit],
         )
     ]
     todo.sort(key=lambda item: len(item[1]))  # similar lengths pad less
@@ -730,18 +741,20 @@ def _embed_missing(
     return report
 
 
-def embed_pending(output: Path | str, model: Any, model_id: str, batch: int = 32, progress: Progress | None = None,
-                  embedding_cache: Path | str | bool = True, lock_timeout: float = 60.0) -> int:
-    """Embed up to `batch` of the chunks a vectors_behind build left, newest first, and commit them: Datasette
-    answers from them at once (write-ahead log). Returns how many chunks still lack a vector; with none left the
-    gate is calibrated and the log folded into the file. Each call holds the build lock for one batch only."""
+def embed_pending(output: Path | str, model: Any, model_id: str, batch: int = 64, progress: Progress | None = None,
+                  embedding_cache: Path | str | bool = True, lock_timeout: float = 60.0, first_above: int = -1) -> int:
+    """Embed up to `batch` of the chunks a vectors_behind build left and commit them: Datasette answers from them
+    at once (write-ahead log). Chunks with an id above `first_above` (written since: an edited note's) go first,
+    then the shortest, as a whole build orders them. Returns how many chunks still lack a vector; with none left
+    the gate is calibrated and the log folded into the file. Each call holds the build lock for one batch only."""
     output = Path(output)
     try:
         with build_lock(output, lock_timeout, (progress or Progress()).waiting):
             db = connect(output)
             try:
                 with db.conn:
-                    _embed_missing(db, model, model_id, progress or Progress(), embedding_cache, limit=batch)
+                    _embed_missing(db, model, model_id, progress or Progress(), embedding_cache, limit=batch,
+                                   first_above=first_above)
                     left = _unembedded(db, model_id)
                     if not left:
                         _calibrate_gate(db, model, model_id)

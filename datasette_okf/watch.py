@@ -5,8 +5,8 @@ module's loop does one thing at a time in the build's own process, so it never w
 
 1. changes waiting -> an incremental rebuild (text, links, FTS; unchanged files are not parsed again), pruned:
    a deleted or renamed file's concept leaves the database, so the file always matches the folder;
-2. else chunks without vectors -> embed one batch, newest chunks first (an edited note before the backlog),
-   commit it (Datasette reads it at once: write-ahead log);
+2. else chunks without vectors -> embed one batch, chunks written since the watch began first (an edited note
+   before the backlog), then the shortest, commit it (Datasette reads it at once: write-ahead log);
 3. else wait for the next change.
 
 A rebuild and a batch each hold the build lock for a second or two; Datasette's readers never wait on it (WAL).
@@ -25,7 +25,7 @@ from typing import Any
 
 import watchfiles
 
-from .store import BuildError, BuildReport, build_outputs, embed_pending
+from .store import BuildError, BuildReport, build_outputs, embed_pending, last_chunk_id
 
 # Editors' and sync tools' temporary files: atomic saves write one of these and rename it over the note.
 TEMPORARY_SUFFIXES = (".tmp", ".temp", ".swp", ".swx", ".swo", ".crswap", ".part", ".crdownload", "~", ".bak")
@@ -62,11 +62,13 @@ class Watcher:
     model_id: str | None = None
     embedding_cache: Path | str | bool = True
     pending: int = 0  # chunks without a vector
+    backlog_until: int = -1  # chunks up to this id were written before the watch began
     said_at: float = 0.0  # when embedding progress was last printed
 
     def run(self, stop: threading.Event | None = None) -> None:
         """Watch until `stop` is set (or Ctrl-C, which the caller catches)."""
         stop = stop or threading.Event()
+        self.backlog_until = last_chunk_id(self.output)
         changes: queue.Queue[set[tuple[watchfiles.Change, str]]] = queue.Queue()
         thread = threading.Thread(target=self._watch, args=(changes, stop), daemon=True, name="okf-watch")
         thread.start()
@@ -108,7 +110,7 @@ class Watcher:
         started = time.perf_counter()
         try:
             self.pending = embed_pending(self.output, self.model, self.model_id, EMBED_BATCH,
-                                         embedding_cache=self.embedding_cache)
+                                         embedding_cache=self.embedding_cache, first_above=self.backlog_until)
         except BuildError as error:
             self.say(f"{_clock()} vectors not written: {error}")
             self.pending = 0

@@ -19,7 +19,7 @@ import pytest
 
 from datasette_okf.retrieve import context_for
 from datasette_okf.schema import VECTORS_PENDING, read_meta
-from datasette_okf.store import build, build_outputs, embed_pending
+from datasette_okf.store import build, build_outputs, embed_pending, last_chunk_id
 from datasette_okf.watch import is_change
 
 from .conftest import VAULT, closed_port
@@ -64,20 +64,26 @@ def test_a_file_answers_before_its_vectors_and_says_how_far_they_are(tmp_path, t
     assert not context_for(str(db), "whereabouts of the smugglers' lantern signals", vector_threshold=0.999)["confident"]
 
 
-def test_the_newest_chunks_are_embedded_first(tmp_path, test_models):
-    """An edited note's chunks get their vectors before the backlog of a first build."""
+def test_an_edited_note_is_embedded_before_the_backlog_and_the_backlog_shortest_first(tmp_path, test_models):
     import sqlite3
 
     bundle = tmp_path / "vault"
     shutil.copytree(VAULT, bundle)
     db = tmp_path / "v.db"
     build([bundle], db, model="okf-test-hash-8", vectors_behind=True)
+    model = test_models["okf-test-hash-8"]
+    embed_pending(db, model, "okf-test-hash-8", batch=3)
+    with sqlite3.connect(db) as conn:
+        lengths = [n for (n,) in conn.execute("select length(text) from chunks order by embedded_with is null, "
+                                              "length(text)")]
+    assert lengths[:3] == sorted(lengths)[:3]  # as a whole build: similar lengths pad less
+    backlog_until = last_chunk_id(db)
     (bundle / "People" / "Nessa Thorne.md").write_text("# Nessa Thorne\n\nShe keeps a parrot called Squawk.\n")
     build([bundle], db, model="okf-test-hash-8", vectors_behind=True)
-    embed_pending(db, test_models["okf-test-hash-8"], "okf-test-hash-8", batch=1)
+    embed_pending(db, model, "okf-test-hash-8", batch=1, first_above=backlog_until)
     with sqlite3.connect(db) as conn:
-        embedded = conn.execute("select concept_id from chunks where embedded_with is not null").fetchall()
-    assert embedded == [("vault/People/Nessa Thorne",)]
+        newest = conn.execute("select concept_id, embedded_with from chunks where id > ?", [backlog_until]).fetchall()
+    assert newest == [("vault/People/Nessa Thorne", "okf-test-hash-8")]
 
 
 # --- the real command
