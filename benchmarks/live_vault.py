@@ -110,20 +110,21 @@ def main() -> None:
         threads = [threading.Thread(target=client, args=(n,), daemon=True) for n in range(args.clients)]
         for thread in threads:
             thread.start()
-        notes = sql(base, "live", "select id, path from concepts where not is_index and not is_stub"
+        notes = sql(base, "live", "select id, path, title from concepts where not is_index and not is_stub"
                                   " order by degree desc limit :n", n=str(args.edits))
         latencies = []
         for n, note in enumerate(notes):
-            word = f"Quillon{n}zed"
-            sentence = f"The {word} lantern hangs in {note['path'].rsplit('/', 1)[-1][:-3]}."
+            title = note["title"]
+            sentence = f"The Quillon{n}zed lantern hangs in {title}."
             path = copy / note["path"]
             saved = time.perf_counter()
             with open(path, "a", encoding="utf-8") as file:
                 file.write(f"\n\n{sentence}\n")
 
             def edited(sentence: str = sentence, note: dict = note) -> bool:
-                # the sentence itself, not the word: a context with no match repeats the question
-                if sentence not in ask(base, f"Where does the {sentence.split()[1]} lantern hang?")["context"]:
+                # the question names the note, so that what is measured is freshness, not ranking; and the
+                # sentence itself is looked for (a context with no match repeats the question)
+                if sentence not in ask(base, f"Which lantern hangs in {note['title']}?")["context"]:
                     return False
                 rows = sql(base, "live", "select count(*) as n from chunks where concept_id = :id"
                                          " and embedded_with is null", id=note["id"])

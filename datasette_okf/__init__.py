@@ -10,7 +10,7 @@ a module imports only modules above it in this list (tests/test_layers.py):
   graph hamming sqlfunctions              the walk, 1-bit vector candidates, SQL functions on a connection
   options render retrieve                 ContextOptions; context text; context_for's stages
   lint evaluate notes rebuild_candidates fileback convert trigger watch   what runs over a built database or a vault
-  access metadata note_page answer web mcp_tools cli llm_plugin     the surfaces: Datasette (its metadata, a concept's page), MCP, CLIs, llm
+  access metadata cells note_page answer web mcp_tools cli llm_plugin   the surfaces: Datasette (metadata, lint links, a concept's page), MCP, CLIs, llm
 """
 
 import importlib.util
@@ -102,14 +102,27 @@ def menu_links(datasette, actor):
 @hookimpl
 def canned_queries(datasette, database):
     async def inner():
-        from .access import okf_databases, plugin_config
+        from .access import plugin_config
         from .lint import canned_queries as queries
+        from .lint import choose_profile
+        from .metadata import database_metadata
 
-        if database not in await okf_databases(datasette):
+        db = datasette.get_database(database)
+        if database_metadata(db) is None:  # not an OKF database (cached per file: no query)
             return {}
-        return queries(plugin_config(datasette).get("multi_valued_predicates"))
+        profile = await db.execute_fn(lambda conn: choose_profile(conn).name)  # errors first under it
+        return queries(plugin_config(datasette).get("multi_valued_predicates"), profile)
 
     return inner
+
+
+@hookimpl
+def render_cell(row, value, column, table, database, datasette):
+    if table is None and column in ("concept", "check"):  # cells.COLUMNS: any other cell costs no import
+        from .cells import render_cell as render
+
+        return render(row, value, column, table, database, datasette)
+    return None
 
 
 if importlib.util.find_spec("datasette_mcp") is not None:  # the [mcp] extra: only then is the hook known

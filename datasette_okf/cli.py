@@ -28,6 +28,7 @@ class Refused(click.ClickException):
 
 
 DEFAULTS = ContextOptions()
+LINT_ROWS = 20  # rows of each check `lint` prints; a check with more hits gets its counts by folder
 
 
 @click.group()
@@ -273,7 +274,10 @@ def evaluate(database: Path, golden: Path, modes: str, fmt: str, by_question: bo
                    "vault: a plain Obsidian vault's (it is a warning). Default: okf when every bundle's root "
                    "index.md declares okf_version (OKF §12), else vault")
 def lint(database: Path, fmt: str, profile: str | None):
-    """Run every lint check on DATABASE; exit 1 if a check at error level (under the profile) has hits."""
+    """Run every lint check on DATABASE; exit 1 if a check at error level (under the profile) has hits.
+
+    Counts first (per check, errors first, and per folder where a check has more hits than it shows rows),
+    then up to LINT_ROWS rows of each check: a vault's thousands of hits never bury the summary."""
     conn = connection(str(database))
     chosen = choose_profile(conn, profile)
     results = run_lint(conn, profile=chosen.name)
@@ -284,11 +288,17 @@ def lint(database: Path, fmt: str, profile: str | None):
         click.echo(f"profile: {chosen.name} ({chosen.reason})")
         for check in results:
             mark = "ok " if not check["rows"] else ("ERR" if check["level"] == "error" else "warn")
-            click.echo(f"{mark:4} {check['title']}: {len(check['rows'])}")
-            for row in check["rows"][:20]:
-                click.echo("       " + " | ".join("" if v is None else str(v) for v in row))
-            if len(check["rows"]) > 20:
-                click.echo(f"       … and {len(check['rows']) - 20} more (datasette okf lint --format json)")
+            click.echo(f"{mark:4} {check['title']}: {check['count']}")
+            if check["folders"] and check["count"] > LINT_ROWS:
+                width = len(str(max(check["folders"].values())))
+                for folder, hits in check["folders"].items():
+                    click.echo(f"       {hits:>{width}}  {folder}")
+        for check in (c for c in results if c["rows"]):
+            click.echo(f"\n{check['title']} ({check['count']}):")
+            for row in check["rows"][:LINT_ROWS]:
+                click.echo("       " + " | ".join("" if v is None else " ".join(str(v).split()) for v in row))
+            if check["count"] > LINT_ROWS:
+                click.echo(f"       … and {check['count'] - LINT_ROWS} more (datasette okf lint --format json)")
     if any(c["rows"] and c["level"] == "error" for c in results):
         sys.exit(1)
 

@@ -26,6 +26,15 @@ Profiles (PROFILES):
 `run_lint` chooses the profile when it is not given (`choose_profile`): okf
 when every bundle in the database declares okf_version, else vault.
 
+Scale: a check names its culprit concept's id in a column `concept` (Datasette links it to the concept's
+row page, cells.py). The canned query lint_summary, listed first, counts every check's hits by folder
+(`okf_folder`: the bundle and two folders down) from the check files themselves, so a vault's thousands of
+hits read as a screen of counts that Datasette's 1,000-row cut-off never hides; `run_lint` returns the same
+counts. Each check takes a `:folder` parameter, one of those folders or empty for all, for the summary to
+link to a check's hits in one folder. Two checks name no concept, and say so in their description:
+duplicate_titles (a group) and predicate_drift (a predicate). Checks are listed errors first, then warnings
+(`by_severity`).
+
 Link problems (`link_issues.problem`, set by links.py) have one check each,
 whose title is also what the build summary calls them (LINK_PROBLEMS,
 `link_problem_words`): every row of link_issues, whatever kind of link it came
@@ -37,11 +46,14 @@ from __future__ import annotations
 import functools
 import json
 import re
+import textwrap
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .schema import bundles_of, read_meta
+from .retrieve import connection
+from .schema import bundles_of, folder_of, read_meta
 
 SQL = Path(__file__).parent / "sql"
 MULTI_VALUED = ["has_part", "has_member", "member_of", "employs", "parent_of", "child_of", "knows", "links_to",
@@ -70,6 +82,11 @@ class Query:
     def level_for(self, profile: str) -> str | None:
         """This check's level under `profile`."""
         return self.levels.get(profile, self.level)
+
+    @property
+    def by_folder(self) -> bool:
+        """Whether the check names a culprit `concept` and takes :folder, so that its hits count by folder."""
+        return ":folder" in self.sql
 
 
 def _load(folder: str, prefix: str, multi_valued: list[str]) -> list[Query]:
@@ -106,6 +123,36 @@ def checks(multi_valued: list[str] | None = None) -> list[Query]:
     return _load("lint", "lint_", MULTI_VALUED if multi_valued is None else multi_valued)
 
 
+def by_severity(queries: list[Query], profile: str) -> list[Query]:
+    """Errors first, then warnings, each in file-name order: what must be fixed is read first."""
+    return sorted(queries, key=lambda q: LEVELS.index(q.level_for(profile)))
+
+
+def summary(found: list[Query], profile: str) -> Query:
+    """lint_summary over the checks `found`: hits per check and folder, errors first, then the checks with most
+    hits. Every check's own SQL is a named subquery of it, so its counts are the checks' row counts."""
+    subqueries, counts = [], []
+    for check in by_severity(found, profile):
+        name = check.name.removeprefix("lint_")
+        subqueries.append(f"{name} as (  -- {check.title}\n{textwrap.indent(check.sql, '  ')}\n)")
+        tail = "okf_folder(concept), count(*) from {0} group by okf_folder(concept)" if check.by_folder else (
+            "null, count(*) from {0} where :folder = ''")  # names no concept: counted for the whole database
+        counts.append(f"  select '{check.level_for(profile)}', '{name}', " + tail.format(name))
+    sql = "\n".join([
+        "-- Each check's own query, then its hits by folder (okf_folder: the bundle and two folders down)",
+        "with", ",\n".join(subqueries) + ",",
+        'hits(level, "check", folder, hits) as (', "\n  union all\n".join(counts), ")",
+        'select level, "check", sum(hits) over (partition by "check") as check_hits, folder, hits from hits',
+        "where hits > 0",
+        "order by level, check_hits desc, \"check\", hits desc, folder  -- 'error' sorts before 'warning'",
+    ])
+    description = (f"Hits of every lint check (levels of the {profile} profile) by folder: the bundle and two folders "
+                   "down. Errors first, then the checks with most hits; a check's name opens its rows in that "
+                   "folder. Duplicate titles and predicate drift name no concept and count for the whole database. "
+                   "Give folder, one of those listed, to count in it alone.")
+    return Query("lint_summary", "summary", description, None, sql)
+
+
 def charts() -> list[Query]:
     return _load("charts", "chart_", MULTI_VALUED)
 
@@ -115,11 +162,15 @@ def operations() -> list[Query]:
     return _load("operations", "okf_", MULTI_VALUED)
 
 
-def canned_queries(multi_valued: list[str] | None = None) -> dict[str, dict[str, Any]]:
-    """The canned_queries hook's value: lint checks, chart queries and operations by name."""
-    kinds = [("Lint: ", checks(multi_valued)), ("Chart: ", charts()), ("", operations())]
-    return {q.name: {"sql": q.sql, "title": prefix + q.title, "description": q.description}
-            for prefix, queries in kinds for q in queries}
+def canned_queries(multi_valued: list[str] | None = None, profile: str = "okf") -> dict[str, dict[str, Any]]:
+    """The canned_queries hook's value, in the order the database page lists them: the lint summary, the lint
+    checks by severity under `profile`, chart queries, operations."""
+    lint = by_severity(checks(multi_valued), profile)
+    kinds = [("Lint: ", [summary(lint, profile), *lint]), ("Chart: ", charts()), ("", operations())]
+    found = {q.name: {"sql": q.sql, "title": prefix + q.title, "description": q.description}
+             for prefix, queries in kinds for q in queries}
+    found["lint_summary"]["hide_sql"] = True  # every check's SQL: the counts are what the page is for
+    return found
 
 
 @functools.cache
@@ -162,21 +213,30 @@ def choose_profile(conn: Any, requested: str | None = None) -> Profile:
 
 def run_lint(conn: Any, multi_valued: list[str] | None = None, only: str | None = None,
              profile: str | None = None) -> list[dict[str, Any]]:
-    """Run every check, or the one named `only`: [{name, title, level, description, columns, rows}].
+    """Run every check, or the one named `only`, errors first: [{name, title, level, description, columns, rows,
+    count, folders}].
 
-    `level` is the check's level under `profile` (okf or vault; None: choose_profile's choice)."""
+    `level` is the check's level under `profile` (okf or vault; None: choose_profile's choice). `folders` is
+    {folder: hits}, most first, as lint_summary counts them; None for a check that names no concept. The checks
+    call okf_folder: `conn` gets our SQL functions if it has none."""
+    conn = connection(conn)
     if profile is None:
         profile = choose_profile(conn).name
     elif profile not in PROFILES:
         raise ValueError(f"unknown lint profile {profile!r}: one of {', '.join(PROFILES)}")
     results = []
-    for check in checks(multi_valued):
+    for check in by_severity(checks(multi_valued), profile):
         if only is not None and check.name.removeprefix("lint_") != only:
             continue
-        cursor = conn.execute(check.sql)
+        cursor = conn.execute(check.sql, {"folder": ""})
+        columns = [c[0] for c in cursor.description]
+        rows = [list(row) for row in cursor.fetchall()]
+        folders = None
+        if check.by_folder:
+            folders = dict(Counter(folder_of(row[columns.index("concept")]) for row in rows).most_common())
         results.append({
             "name": check.name.removeprefix("lint_"), "title": check.title, "level": check.level_for(profile),
-            "description": check.description, "columns": [c[0] for c in cursor.description],
-            "rows": [list(row) for row in cursor.fetchall()],
+            "description": check.description, "columns": columns, "rows": rows, "count": len(rows),
+            "folders": folders,
         })
     return results

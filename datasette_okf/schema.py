@@ -196,6 +196,15 @@ def check_format(conn: Any) -> None:
 
 # A log.md (OKF §9) is a note of its own, one chunk a dated entry; it is not an entity a question names.
 IS_LOG = "(concepts.path = 'log.md' or concepts.path like '%/log.md')"
+FOLDER_LEVELS = 2  # folders below the bundle that lint counts hits by: vault/01 Campaign/03 Entities
+
+
+def folder_of(concept_id: str | None) -> str | None:
+    """The folder lint counts a concept's hits under (SQL okf_folder, and the checks' :folder filter): its
+    bundle and at most FOLDER_LEVELS folders below it, so a vault's thousands of hits fit a screen of counts."""
+    if concept_id is None:
+        return None
+    return "/".join(concept_id.split("/")[:-1][:1 + FOLDER_LEVELS])
 
 
 def has_okf_tables(table_names: set[str] | list[str]) -> bool:

@@ -20,7 +20,7 @@ from .embed import EmbeddingError, canonical_id, embed_query
 from .graph import graph_expand, walk_arguments
 from .hamming import hamming_candidates
 from .markdown import slug
-from .schema import IS_LOG, MAX_FILE_BYTES, load_sqlite_vec, stored_model
+from .schema import IS_LOG, MAX_FILE_BYTES, folder_of, load_sqlite_vec, stored_model
 from .titles import MAX_QUESTION, TitleIndex, coverage, fts_query, names
 
 MAX_NOTE = MAX_FILE_BYTES  # characters: the largest text a build stores (okf_slug and okf_coverage read them)
@@ -130,6 +130,8 @@ def prepare_connection(conn: Any) -> None:
     register("okf_coverage", (2,), lambda question, text: coverage(as_text(question), as_text(text)),
              ("question", MAX_QUESTION), ("text", MAX_NOTE), deterministic=True)
     register("okf_slug", (1,), lambda text: slug(as_text(text)), ("text", MAX_NOTE), deterministic=True)
+    register("okf_folder", (1,), lambda concept_id: folder_of(None if concept_id is None else as_text(concept_id)),
+             ("id", MAX_NOTE), deterministic=True)
     register("graph_expand", (1, 2, 3), sql_graph_expand,
              ("seeds", MAX_WALK_ARGUMENT), ("hops", MAX_NUMBER), ("options", MAX_WALK_ARGUMENT))
     # the vector's width is checked against the database's; a count past the collection returns all of it

@@ -16,11 +16,13 @@ from datasette_okf import lint
 from datasette_okf.cli import summary
 from datasette_okf.lint import LINK_PROBLEMS, PROFILES, charts, checks, choose_profile, link_problem_words, run_lint
 from datasette_okf.retrieve import connection
+from datasette_okf.schema import folder_of
 from datasette_okf.store import build
 
-from .conftest import EXAMPLES, HERE, VAULT
+from .conftest import EXAMPLES, HERE, VAULT, write_bundle
 
 CHECKS = [c.name.removeprefix("lint_") for c in checks()]
+NO_CONCEPT = {"duplicate_titles", "predicate_drift"}  # culprits: a group of concepts, a predicate
 LINK_CHECKS = set(LINK_PROBLEMS.values())
 LINKS = HERE / "fixtures" / "lint-links"
 # check -> the fixture that trips it exactly once
@@ -231,3 +233,120 @@ def test_markup_left_finds_what_the_cleaning_missed(tmp_path):
     assert run_lint(conn, only="markup_left")[0]["rows"] == []  # every plugin snippet of the fixture is cleaned
     conn.execute("update chunks set text = text || ' `VIEW[{pronounced}]`' where id = (select min(id) from chunks)")
     assert len(run_lint(conn, only="markup_left")[0]["rows"]) == 1
+
+
+def test_every_check_names_its_culprit_concept_and_takes_a_folder(built):
+    for check in checks():
+        name = check.name.removeprefix("lint_")
+        [result] = run_lint(connection(built["lint"][0]), only=name)
+        if name in NO_CONCEPT:
+            assert "concept" not in result["columns"] and not check.by_folder and result["folders"] is None
+            assert "not a concept" in check.description and "whole database" in check.description
+        else:
+            assert "concept" in result["columns"] and check.by_folder, name
+    for database, _ in built.values():  # a culprit is an existing concept (log_out_of_order's: the log note)
+        conn = connection(database)
+        ids = {row[0] for row in conn.execute("select id from concepts")}
+        for result in run_lint(conn):
+            if result["folders"] is not None:
+                assert {row[result["columns"].index("concept")] for row in result["rows"]} <= ids, result["name"]
+
+
+def test_folders_are_the_bundle_and_two_folders_down():
+    conn = connection(sqlite3.connect(":memory:"))
+    for concept_id, folder in [("vault/01 Campaign/03 Entities/04 NPCs/Kanda/Dello", "vault/01 Campaign/03 Entities"),
+                               ("vault/Places/Docks/Fish Market", "vault/Places/Docks"), ("vault/Scratchpad", "vault"),
+                               (None, None)]:
+        assert folder_of(concept_id) == conn.execute("select okf_folder(?)", [concept_id]).fetchone()[0] == folder
+
+
+def test_the_folder_parameter_keeps_one_of_the_summarys_folders(built):
+    conn = connection(built["vault"][0])
+    [result] = run_lint(conn, only="missing_type")
+    assert result["folders"] == {"vault/People": 3, "vault/Factions": 2, "vault/Places/Docks": 2, "vault/Sessions": 2,
+                                 "vault/Places": 1, "vault": 1, "vault/Sessions/Old": 1}
+    [check] = [c for c in checks() if c.name == "lint_missing_type"]
+    for folder, hits in result["folders"].items():  # exactly that folder: vault/Places leaves out Places/Docks
+        rows = conn.execute(check.sql, {"folder": folder}).fetchall()
+        assert len(rows) == hits and {folder_of(row[0]) for row in rows} == {folder}
+    assert conn.execute(check.sql, {"folder": "vault/Nowhere"}).fetchall() == []
+    counts = conn.execute(lint.summary(checks(), "vault").sql, {"folder": "vault/Sessions"}).fetchall()
+    assert counts == [("warning", "missing_attachments", 2, "vault/Sessions", 2),  # duplicate_titles: not by folder
+                      ("warning", "missing_type", 2, "vault/Sessions", 2), ("warning", "orphans", 2, "vault/Sessions", 2),
+                      ("warning", "dead_links", 1, "vault/Sessions", 1)]
+
+
+@pytest.mark.parametrize("name", ["lint", "links", "vault", "campaign", "mixed"])
+def test_the_summary_counts_are_the_checks_row_counts(built, name):
+    conn = connection(built[name][0])
+    profile = choose_profile(conn).name
+    rows = conn.execute(lint.summary(checks(), profile).sql, {"folder": ""}).fetchall()
+    expected = [(r["level"], r["name"], r["count"], folder, hits) for r in run_lint(conn, profile=profile) if r["rows"]
+                for folder, hits in (r["folders"] or {None: r["count"]}).items()]
+    assert sorted(rows, key=str) == sorted(expected, key=str) != []
+    ranks = [(lint.LEVELS.index(level), -check_hits) for level, _, check_hits, _, _ in rows]
+    assert ranks == sorted(ranks)  # errors first, then the checks with most hits
+
+
+def test_checks_are_listed_errors_first_after_the_summary(lint_db):
+    by_name = {c.name: c for c in checks()}
+    for profile in PROFILES:
+        names = list(lint.canned_queries(profile=profile))
+        assert names[0] == "lint_summary" and names[-4:] == [
+            "chart_concepts_by_type", "chart_edges_by_kind", "chart_log_timeline", "okf_rebuild_candidates"]
+        levels = [by_name[name].level_for(profile) for name in names[1:-4]]
+        assert levels == sorted(levels, key=lint.LEVELS.index) and set(levels) == {"error", "warning"}
+        assert lint.canned_queries(profile=profile)["lint_summary"]["title"] == "Lint: summary"
+    errors = [name for name in lint.canned_queries(profile="okf") if name in by_name][:5]
+    assert {"lint_missing_type", "lint_log_out_of_order"} <= set(errors)
+    results = run_lint(connection(lint_db))
+    assert [r["level"] for r in results] == sorted((r["level"] for r in results), key=lint.LEVELS.index)
+
+
+def test_cli_prints_counts_by_folder_before_any_row(tmp_path):
+    notes = {f"People/Person {i:02}.md": f"Person {i} sells rope at stall {i}.\n" for i in range(15)}
+    notes |= {f"Places/Place {i:02}.md": f"Place {i} has a well near gate {i}.\n" for i in range(10)}
+    build([write_bundle(tmp_path / "big", notes)], tmp_path / "big.db", embed=False)
+    result = CliRunner().invoke(cli, ["okf", "lint", str(tmp_path / "big.db")])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    start = lines.index("warn Concepts without a type in their frontmatter: 25")
+    assert lines[start + 1:start + 3] == ["       15  big/People", "       10  big/Places"]
+    counts = [i for i, line in enumerate(lines) if re.match(r"(ok |warn|ERR ) ", line)]
+    details = [i for i, line in enumerate(lines) if line.endswith(("(25):", "(1):"))]
+    assert len(counts) == len(CHECKS) and max(counts) < min(details)
+    assert "Concepts without a type in their frontmatter (25):" in lines
+    report = json.loads(CliRunner().invoke(cli, ["okf", "lint", str(tmp_path / "big.db"), "--format", "json"]).output)
+    by_name = {c["name"]: c for c in report["checks"]}
+    assert by_name["missing_type"]["count"] == 25
+    assert by_name["missing_type"]["folders"] == {"big/People": 15, "big/Places": 10}
+    assert by_name["predicate_drift"]["folders"] is None
+
+
+def _chart(database, name: str) -> tuple[list[str], list[tuple]]:
+    [chart] = [c for c in charts() if c.name == f"chart_{name}"]
+    cursor = connection(database).execute(chart.sql)
+    return [c[0] for c in cursor.description], cursor.fetchall()
+
+
+def test_the_type_chart_counts_inferred_types_apart(built):
+    assert _chart(built["vault"][0], "concepts_by_type") == (["type", "type_source", "concepts"], [
+        ("Person", "folder", 3), ("Place", "folder", 3), ("Session Log", "folder", 3), ("Organization", "folder", 2),
+        ("Note", "folder", 1)])
+    _, rows = _chart(built["campaign"][0], "concepts_by_type")
+    assert {source for _, source, _ in rows} == {"frontmatter", "log"} and ("Person", "frontmatter", 10) in rows
+
+
+def test_the_timeline_charts_log_md_else_dated_notes_and_relations(built, tmp_path):
+    assert _chart(built["vault"][0], "log_timeline") == (  # no log.md: the notes' frontmatter `date`
+        ["date", "source", "entries"], [("2026-03-14", "date", 1), ("2026-03-28", "date", 1)])
+    _, rows = _chart(built["campaign"][0], "log_timeline")  # a log.md: its entries only, not session_date
+    assert {source for _, source, _ in rows} == {"log.md"} and sum(n for *_, n in rows) == 11
+    build([EXAMPLES, VAULT], tmp_path / "both.db", embed=False)  # each bundle on its own terms
+    _, both = _chart(tmp_path / "both.db", "log_timeline")
+    assert both == sorted(rows + [("2026-03-14", "date", 1), ("2026-03-28", "date", 1)])
+    dated = write_bundle(tmp_path / "dated", {
+        "a.md": '---\ntype: Person\nrelations:\n  - {predicate: employs, object: /b.md, date: "1346-11-20"}\n---\nA.\n',
+        "b.md": "---\ntype: Person\n---\nB.\n"})
+    build([dated], tmp_path / "dated.db", embed=False)
+    assert _chart(tmp_path / "dated.db", "log_timeline")[1] == [("1346-11-20", "relation date", 1)]

@@ -1,5 +1,5 @@
 -- title: Predicate drift
--- description: One predicate written several ways (invested_in, invested-in, investedIn). Pick one spelling and rename the others so the vocabulary does not fork.
+-- description: One predicate written several ways (invested_in, invested-in, investedIn). Pick one spelling and rename the others so the vocabulary does not fork. The culprit is the predicate, not a concept: the lint summary counts it for the whole database, not by folder.
 -- level: warning
 with spellings as (
   select distinct predicate,

@@ -14,6 +14,6 @@ walk(start, node, lowest, depth, path) as (
   from walk join successor on successor.src = walk.node
   where walk.depth < 32 and walk.node != walk.start
 )
-select start as id, path from walk
-where node = start and start = lowest
-order by id
+select start as concept, path from walk
+where node = start and start = lowest and :folder in ('', okf_folder(start))
+order by concept
