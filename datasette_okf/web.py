@@ -8,6 +8,8 @@ sqlite-vec and our SQL functions.
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
 import json
 import math
 from html import escape
@@ -18,7 +20,8 @@ from datasette.database import QueryInterrupted
 from datasette.utils import sqlite3
 from datasette.utils.asgi import Forbidden, Response
 
-from .access import configured_options, okf_databases, visible_databases
+from . import __version__
+from .access import configured_options, okf_databases, plugin_config, visible_databases
 from .embed import EmbeddingError, canonical_id
 from .options import MODES, BadOption, ContextOptions
 from .retrieve import context_for, nearest_notes
@@ -55,19 +58,58 @@ async def parse(datasette, request) -> dict[str, Any]:
     return {"question": question, "db": name, "options": options}
 
 
-async def run(datasette, request) -> tuple[dict[str, Any], dict[str, Any]]:
+async def permitted(datasette, request) -> dict[str, Any]:
+    """The request's parameters, once the actor may view the database (Forbidden otherwise)."""
     params = await parse(datasette, request)
     await datasette.ensure_permissions(request.actor, [("view-database", params["db"]), "view-instance"])
+    return params
+
+
+async def answer(datasette, params: dict[str, Any]) -> dict[str, Any]:
     database = datasette.get_database(params["db"])
-    result = await database.execute_fn(
-        lambda conn: context_for(conn, params["question"], params["options"])
-    )
-    return params, result
+    return await database.execute_fn(lambda conn: context_for(conn, params["question"], params["options"]))
+
+
+async def run(datasette, request) -> tuple[dict[str, Any], dict[str, Any]]:
+    params = await permitted(datasette, request)
+    return params, await answer(datasette, params)
+
+
+CACHE_MAX_AGE = 300  # seconds; plugins: datasette-okf: cache_max_age
+
+
+async def cache_headers(datasette, request, params: dict[str, Any]) -> dict[str, str]:
+    """ETag and Cache-Control for an answer from an immutable database (`datasette -i`), else none.
+
+    Such an answer is a function of the file, the question and the options in force (the request's on top of the
+    configuration) and of this code: hashed together, a weak ETag (the timings in it vary). Cache-Control is
+    public only when an anonymous visitor could read it too, so that a shared cache never serves a private
+    database's answer to someone else."""
+    database = datasette.get_database(params["db"])
+    if database.is_mutable or database.is_memory:
+        return {}
+    file_hash = database.cached_hash or await asyncio.to_thread(lambda: database.hash)  # read once, off the loop
+    key = json.dumps([file_hash, __version__, params["question"], repr(params["options"])])
+    max_age = int(plugin_config(datasette).get("cache_max_age", CACHE_MAX_AGE))
+    anonymous = await datasette.permission_allowed(None, "view-database", params["db"], default=True)
+    return {"ETag": f'W/"{hashlib.sha256(key.encode()).hexdigest()[:32]}"',
+            "Cache-Control": f"{'public' if anonymous else 'private'}, max-age={max_age}"}
+
+
+def not_modified(request, headers: dict[str, str]) -> bool:
+    """Whether the request's If-None-Match names this answer's ETag (or `*`)."""
+    tags = [t.strip() for t in request.headers.get("if-none-match", "").split(",")]
+    etag = headers.get("ETag")
+    return bool(etag) and ("*" in tags or etag in tags or etag.removeprefix("W/") in tags)
 
 
 async def context_for_json(datasette, request):
     try:
-        _, result = await run(datasette, request)
+        params = await permitted(datasette, request)
+        headers = await cache_headers(datasette, request, params)
+        if not_modified(request, headers):
+            return Response("", status=304, headers=headers)
+        result = await answer(datasette, params)
     except BadRequest as error:
         return Response.json({"ok": False, "parameter": error.parameter, "error": str(error)}, status=400)
     except Forbidden:
@@ -76,7 +118,7 @@ async def context_for_json(datasette, request):
         return Response.json({"ok": False, "error": str(error)}, status=503)
     except OutdatedDatabase as error:
         return Response.json({"ok": False, "parameter": "db", "error": str(error)}, status=409)
-    return Response.json(result)
+    return Response.json(result, headers=headers)
 
 
 async def context_for_page(datasette, request):

@@ -179,3 +179,14 @@ print(hasattr(importlib.reload(datasette_okf), "register_mcp_tools"))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["False", "True"]
+
+
+def test_mcp_tools_work_on_an_immutable_file(campaign_db, tmp_path):
+    """`datasette serve -i FILE`, as a replica behind a load balancer runs it."""
+    copy = tmp_path / "campaign.db"
+    shutil.copyfile(campaign_db, copy)
+    with running_datasette("-i", str(copy)) as url:
+        result = call(url + "-/mcp", "context_for", {"question": QUESTION, "db": "campaign"})
+        lint = call(url + "-/mcp", "lint", {"db": "campaign"})
+    assert not result.is_error and result.structured_content["nodes"][0]["title"] == "Teodor Vask"
+    assert not lint.is_error

@@ -3,6 +3,7 @@
 import asyncio
 import json
 import shutil
+import sqlite3
 
 import pytest
 from datasette.app import Datasette
@@ -267,3 +268,77 @@ def test_no_confident_match_lists_the_nearest_notes_and_what_was_checked(ds):
     assert "found by vector #1" in text and "of the question's content words" in text
     assert "What was checked" in text and "calibrated threshold" in text and data["reason"] in text
     assert 'id="okf-nodes"' not in page  # no empty sections
+
+
+# --- immutable serving (datasette -i): every surface, and answers a cache may keep
+
+
+def get(ds, path, actor=None, **headers):
+    async def go():
+        cookies = {"ds_actor": ds.sign({"a": actor}, "actor")} if actor else {}
+        return await ds.client.get(path, cookies=cookies, headers=headers)
+
+    return asyncio.run(go())
+
+
+@pytest.fixture
+def immutable(campaign_db, tmp_path):
+    copy = tmp_path / "campaign.db"
+    shutil.copyfile(campaign_db, copy)
+    return copy
+
+
+def test_an_immutable_database_serves_every_surface(immutable):
+    ds = Datasette(immutables=[str(immutable)])
+    assert not ds.get_database("campaign").is_mutable
+    data = get(ds, f"/-/context_for.json?q={QUESTION}").json()
+    assert data["confident"] and data["nodes"][0]["title"] == "Teodor Vask" and data["vectors"] == "used"
+    assert "Teodor Vask" in get(ds, f"/-/context_for?q={QUESTION}").text
+    summary = get(ds, "/campaign/lint_summary.json?_shape=array").json()
+    assert summary and {"level", "check", "folder", "hits"} <= set(summary[0])
+    concepts = get(ds, "/campaign/concepts.json").json()
+    assert "type" in concepts["facet_results"]
+    row = get(ds, "/campaign/concepts/campaign~2Fpeople~2Fteodor-vask")
+    assert row.status_code == 200 and "Ask about this note" in row.text
+
+
+def test_immutable_answers_carry_an_etag_and_a_304_for_a_repeat(immutable):
+    ds = Datasette(immutables=[str(immutable)])
+    first = get(ds, f"/-/context_for.json?q={QUESTION}")
+    etag = first.headers["etag"]
+    assert etag.startswith('W/"') and first.headers["cache-control"] == "public, max-age=300"
+    again = get(ds, f"/-/context_for.json?q={QUESTION}", **{"If-None-Match": etag})
+    assert again.status_code == 304 and again.content == b"" and again.headers["etag"] == etag
+    assert get(ds, f"/-/context_for.json?q={QUESTION}", **{"If-None-Match": 'W/"other"'}).status_code == 200
+    assert get(ds, "/-/context_for.json?q=Where+is+the+harbour%3F").headers["etag"] != etag
+    assert get(ds, f"/-/context_for.json?q={QUESTION}&budget=500").headers["etag"] != etag
+
+
+def test_the_etag_follows_the_file_and_the_configuration(immutable, tmp_path):
+    etag = get(Datasette(immutables=[str(immutable)]), f"/-/context_for.json?q={QUESTION}").headers["etag"]
+    configured = Datasette(immutables=[str(immutable)], metadata={"plugins": {"datasette-okf": {
+        "budget": 900, "cache_max_age": 60}}})
+    response = get(configured, f"/-/context_for.json?q={QUESTION}")
+    assert response.headers["etag"] != etag and response.headers["cache-control"] == "public, max-age=60"
+    other = tmp_path / "other" / "campaign.db"
+    other.parent.mkdir()
+    shutil.copyfile(immutable, other)
+    conn = sqlite3.connect(other)  # another file: one more row in meta (closing folds the log into the file)
+    with conn:
+        conn.execute("insert into meta (key, value) values ('note', 'changed')")
+    conn.close()
+    assert get(Datasette(immutables=[str(other)]), f"/-/context_for.json?q={QUESTION}").headers["etag"] != etag
+
+
+def test_mutable_files_get_no_cache_headers_and_private_answers_stay_private(immutable, campaign_db):
+    mutable = get(Datasette([str(campaign_db)]), f"/-/context_for.json?q={QUESTION}")
+    assert "etag" not in mutable.headers and "cache-control" not in mutable.headers
+    private = Datasette(immutables=[str(immutable)],
+                        metadata={"databases": {"campaign": {"allow": {"id": "gm"}}}})
+    allowed = get(private, f"/-/context_for.json?q={QUESTION}&db=campaign", actor={"id": "gm"})
+    assert allowed.status_code == 200 and allowed.headers["cache-control"] in (
+        "private, max-age=300", "private, no-store")  # Datasette itself sends no-store to a signed-in actor
+    # a matching ETag never turns a refusal into a 304
+    refused = get(private, f"/-/context_for.json?q={QUESTION}&db=campaign",
+                  **{"If-None-Match": allowed.headers["etag"]})
+    assert refused.status_code == 403
