@@ -10,7 +10,7 @@ a module imports only modules above it in this list (tests/test_layers.py):
   graph hamming sqlfunctions              the walk, 1-bit vector candidates, SQL functions on a connection
   options render retrieve                 ContextOptions; context text; context_for's stages
   lint evaluate notes rebuild_candidates fileback convert trigger watch   what runs over a built database or a vault
-  access metadata cells note_page answer web mcp_tools cli llm_plugin   the surfaces: Datasette (metadata, lint links, a concept's page), MCP, CLIs, llm
+  access across metadata cells note_page answer web mcp_tools cli llm_plugin   the surfaces: several databases at once; Datasette (metadata, lint links, a concept's page), MCP, CLIs, llm
 """
 
 import importlib.util

@@ -209,7 +209,7 @@ def watch_and_serve(bundles: tuple[Path, ...], output: Path, rebuild, cache, no_
 
 
 @okf.command()
-@click.argument("database", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("databases", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.argument("question")
 @click.option("--json", "as_json", is_flag=True, help="Print the whole JSON response")
 @click.option("--mode", type=click.Choice(MODES), default=DEFAULTS.mode, show_default=True)
@@ -217,11 +217,18 @@ def watch_and_serve(bundles: tuple[Path, ...], output: Path, rebuild, cache, no_
 @click.option("--budget", type=int, default=DEFAULTS.budget, show_default=True, help="Token budget of the context")
 @click.option("--seeds", "max_seeds", type=int, default=DEFAULTS.max_seeds, show_default=True, help="Seeds kept after fusion")
 @click.option("--hops", type=int, default=DEFAULTS.hops, show_default=True)
-def context(database: Path, question: str, as_json: bool, mode: str, k: int, budget: int, max_seeds: int, hops: int):
-    """Print the context DATABASE gives an LLM for QUESTION."""
+def context(databases: tuple[Path, ...], question: str, as_json: bool, mode: str, k: int, budget: int,
+            max_seeds: int, hops: int):
+    """Print the context DATABASES give an LLM for QUESTION (several: their notes fused into one budget, each
+    naming its database)."""
     try:
         options = ContextOptions(mode=mode, k=k, budget=budget, max_seeds=max_seeds, hops=hops)
-        result = context_for(str(database), question, options)
+        if len(databases) > 1:
+            from .across import ask_files
+
+            result = ask_files([str(d) for d in databases], question, options)
+        else:
+            result = context_for(str(databases[0]), question, options)
     except BadOption as error:
         raise click.BadParameter(str(error), param_hint="--seeds" if error.parameter == "max_seeds" else f"--{error.parameter}")
     except (EmbeddingError, ValueError) as error:
@@ -231,7 +238,7 @@ def context(database: Path, question: str, as_json: bool, mode: str, k: int, bud
         return
     click.echo(result["context"])
     click.echo(
-        f"\n-- {mode}, intent {result['intent']}, {'confident' if result['confident'] else 'NOT confident'}: "
+        f"\n-- {mode}, intent {result.get('intent') or 'per database'}, {'confident' if result['confident'] else 'NOT confident'}: "
         f"{result['reason']}; {len(result['nodes'])} notes in {result['timings_ms']['total']:.0f} ms",
         err=True,
     )

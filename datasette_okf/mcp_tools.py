@@ -16,6 +16,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
 from .access import configured_options, plugin_config, visible_databases
+from .across import ask_databases
 from .embed import EmbeddingError
 from .graph import MAX_HOPS, WalkOptions, graph_expand
 from .lint import checks, run_lint
@@ -41,13 +42,17 @@ def checked_id(concept_id: str) -> str:
 def register(datasette: Any, mcp: MCPServer) -> None:
     """Add the OKF tools to datasette-mcp's server."""
 
-    async def database_for(ctx: Context, db: str | None) -> Any:
+    async def visible_to(ctx: Context) -> list[str]:
+        """The OKF databases the caller may view."""
         request = getattr(ctx.request_context, "request", None)
         scope = getattr(request, "scope", None) or {}
         actor = scope.get("actor") if isinstance(scope.get("actor"), dict) else None
         if not await datasette.permission_allowed(actor, "view-instance", default=True):
             raise ToolError("You do not have permission to view this Datasette instance.")
-        visible = await visible_databases(datasette, actor)
+        return await visible_databases(datasette, actor)
+
+    async def database_for(ctx: Context, db: str | None) -> Any:
+        visible = await visible_to(ctx)
         if db is None:
             if len(visible) != 1:
                 raise ToolError(f"Give db: one of {', '.join(visible) or '(no OKF database you may view)'}.")
@@ -68,8 +73,9 @@ def register(datasette: Any, mcp: MCPServer) -> None:
         same as data, trust tier). If `confident` is false the bundle holds no
         good match: say so rather than guess. mode: hybrid (default), vector,
         keyword or graph-walk; budget: tokens of context, 100 to 20000 (default
-        2000; both as the server is configured). db: only needed when several
-        bundles are served."""
+        2000; both as the server is configured). db: one bundle; left out, every
+        bundle you may view is asked and their notes share the budget (each
+        node then names its `db`)."""
         question = " ".join((question or "").split())
         if not question:
             raise ToolError("question is empty.")
@@ -79,6 +85,14 @@ def register(datasette: Any, mcp: MCPServer) -> None:
             options = configured_options(datasette).with_(mode=mode, budget=budget)
         except BadOption as error:
             raise ToolError(f"{error}.") from None
+        if db is None and len(visible := await visible_to(ctx)) > 1:
+            result = await ask_databases(datasette, visible, question, options)
+            return {
+                "database": "*", "databases": visible, "question": question, "confident": result["confident"],
+                "context": result["context"],
+                "nodes": [{"db": n["db"], "id": n["id"], "title": n["title"], "via": n["via"], "why": n["why"],
+                           "trust": n["trust"]} for n in result["nodes"]],
+            }
         database = await database_for(ctx, db)
         try:
             result = await database.execute_fn(lambda conn: run_context_for(conn, question, options))

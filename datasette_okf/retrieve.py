@@ -323,6 +323,13 @@ def context_for(db: Any, question: str, options: ContextOptions | None = None, *
 
     `options` (default ContextOptions()) with `overrides` on top; a BadOption names a bad one.
     """
+    return context_and_blocks(db, question, options, **overrides)[0]
+
+
+def context_and_blocks(db: Any, question: str, options: ContextOptions | None = None,
+                       **overrides: Any) -> tuple[dict[str, Any], list[str]]:
+    """context_for's answer, and the rendered block of each of its `nodes` (same order): a question across several
+    databases (across.py) packs those into one shared budget."""
     options = replace(options or ContextOptions(), **overrides)
     if len(question) > MAX_QUESTION:  # the SQL functions refuse longer text; say so here, where it is asked
         raise BadOption("question", f"the question is {len(question):,} characters; at most {MAX_QUESTION:,}")
@@ -344,7 +351,7 @@ def context_for(db: Any, question: str, options: ContextOptions | None = None, *
     picked, blocks, facts = fill_budget(question, nodes, sections(query, nodes) if nodes else {}, facts,
                                         options.budget)
     query.timings["budget"] = _ms(tick)
-    return respond(query, confident, reason, seeds, picked, blocks, facts, started)
+    return respond(query, confident, reason, seeds, picked, blocks, facts, started), blocks if confident else []
 
 
 def open_query(db: Any, question: str, options: ContextOptions) -> Query:

@@ -22,11 +22,14 @@ from datasette.utils.asgi import Forbidden, Response
 
 from . import __version__
 from .access import configured_options, okf_databases, plugin_config, visible_databases
+from .across import ask_databases
 from .embed import EmbeddingError, canonical_id
 from .options import MODES, BadOption, ContextOptions
 from .retrieve import context_for, nearest_notes
 from .schema import IS_LOG, OutdatedDatabase, stored_model, vectors_progress
 from .titles import MAX_QUESTION, coverage  # MAX_QUESTION: the SQL functions' limit too, one for every way in
+
+ALL = "*"  # db=*: every OKF database the actor may view
 
 
 class BadRequest(Exception):
@@ -44,6 +47,15 @@ async def parse(datasette, request) -> dict[str, Any]:
     if len(question) > MAX_QUESTION:
         raise BadRequest("q", f"q is {len(question)} characters; at most {MAX_QUESTION}")
     name = args.get("db")
+    if name == ALL:  # every OKF database the actor may view (across.py); the others are never touched
+        visible = await visible_databases(datasette, request.actor)
+        if not visible:
+            raise BadRequest("db", "db=* found no OKF database you may view")
+        try:
+            options = configured_options(datasette).with_request(args)
+        except BadOption as error:
+            raise BadRequest(error.parameter, str(error)) from None
+        return {"question": question, "db": ALL, "databases": visible, "options": options}
     if not name:
         visible = await visible_databases(datasette, request.actor)
         if len(visible) != 1:
@@ -61,11 +73,14 @@ async def parse(datasette, request) -> dict[str, Any]:
 async def permitted(datasette, request) -> dict[str, Any]:
     """The request's parameters, once the actor may view the database (Forbidden otherwise)."""
     params = await parse(datasette, request)
-    await datasette.ensure_permissions(request.actor, [("view-database", params["db"]), "view-instance"])
+    for name in params.get("databases") or [params["db"]]:
+        await datasette.ensure_permissions(request.actor, [("view-database", name), "view-instance"])
     return params
 
 
 async def answer(datasette, params: dict[str, Any]) -> dict[str, Any]:
+    if params["db"] == ALL:
+        return await ask_databases(datasette, params["databases"], params["question"], params["options"])
     database = datasette.get_database(params["db"])
     return await database.execute_fn(lambda conn: context_for(conn, params["question"], params["options"]))
 
@@ -85,6 +100,8 @@ async def cache_headers(datasette, request, params: dict[str, Any]) -> dict[str,
     configuration) and of this code: hashed together, a weak ETag (the timings in it vary). Cache-Control is
     public only when an anonymous visitor could read it too, so that a shared cache never serves a private
     database's answer to someone else."""
+    if params["db"] == ALL:  # several files: no one hash names the answer
+        return {}
     database = datasette.get_database(params["db"])
     if database.is_mutable or database.is_memory:
         return {}
@@ -125,7 +142,9 @@ async def context_for_page(datasette, request):
     context: dict[str, Any] = {"question": request.args.get("q") or "", "result": None, "error": None,
                                "modes": MODES, "databases": await visible_databases(datasette, request.actor)}
     status = 200
-    if request.args.get("q") is not None:
+    if request.args.get("db") == ALL:
+        context["error"], status = "db: db=* (every database at once) is for /-/context_for.json", 400
+    elif request.args.get("q") is not None:
         try:
             params, result = await run(datasette, request)
         except BadRequest as error:

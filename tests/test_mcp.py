@@ -157,10 +157,12 @@ def test_a_private_database_needs_the_right_actor(server):
     assert "gm_notes" not in json.dumps(listed)
     allowed = call(server, "context_for", {"question": QUESTION, "db": "gm_notes"}, token="gm-token")
     assert not allowed.is_error and allowed.structured_content["confident"]
-    # without db: the anonymous caller sees one bundle, so none need be named; the GM sees two
+    # without db: the anonymous caller sees one bundle and is answered from it alone; the GM sees two, and both
+    # are asked, their notes sharing one budget, each naming its database
     assert call(server, "context_for", {"question": QUESTION}).structured_content["database"] == "campaign"
-    both = call(server, "context_for", {"question": QUESTION}, token="gm-token")
-    assert both.is_error and "Give db: one of campaign, gm_notes" in both.content[0].text
+    both = call(server, "context_for", {"question": QUESTION}, token="gm-token").structured_content
+    assert both["database"] == "*" and both["databases"] == ["campaign", "gm_notes"]
+    assert {n["db"] for n in both["nodes"]} == {"campaign", "gm_notes"}
 
 
 def test_without_datasette_mcp_the_plugin_has_no_mcp_hook_and_still_loads():

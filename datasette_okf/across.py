@@ -1,0 +1,118 @@
+"""One question across several OKF databases: each answers on its own, their notes share one budget.
+
+Knowledge often lives in several files (a campaign vault and a rules compendium; one bundle per team, each with
+its own permissions), and one corpus that outgrows a file is split by bundle. Each database runs context_for as
+usual (its own seeds, gate, calibration and walk); `fuse` then ranks every confident database's notes by
+reciprocal rank fusion over their rank in their own answer (RRF, k = 60: the first note of each database comes
+before any second note; ties go to the higher own score, then to the database listed first) and packs their
+rendered blocks into the one budget in that order. Each note and fact says which database it came from.
+Databases the caller may not see are never passed in (web.py asks Datasette's permissions first).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+from .embed import EmbeddingError
+from .options import ContextOptions
+from .render import context_text, estimate_tokens, no_confident_match
+from .retrieve import context_and_blocks
+from .schema import OutdatedDatabase
+
+RRF_K = 60
+
+
+def labelled(block: str, database: str) -> str:
+    """A note's block with its database named in its heading line: `### Title (id) [db: name]`."""
+    head, newline, rest = block.partition("\n")
+    return f"{head} [db: {database}]{newline}{rest}"
+
+
+def fuse(question: str, answers: list[tuple[str, dict[str, Any], list[str]]], budget: int) -> dict[str, Any]:
+    """context_for's JSON for `question` over several databases' answers: [(database, answer, blocks)], where
+    `blocks` are the rendered blocks of `answer["nodes"]` (retrieve.context_and_blocks)."""
+    confident = [(name, answer, blocks) for name, answer, blocks in answers if answer["confident"]]
+    ranked = sorted(
+        ((1 / (RRF_K + rank), node.get("score") or 0.0, order, name, node, block)
+         for order, (name, answer, blocks) in enumerate(confident)
+         for rank, (node, block) in enumerate(zip(answer["nodes"], blocks), start=1)),
+        key=lambda item: (-item[0], -item[1], item[2]),
+    )
+    facts = [(name, fact) for name, answer, _ in confident for fact in answer["facts"]]
+    used = estimate_tokens(context_text(question, ["-"], ["-"]))
+    nodes, picked_blocks, kept = [], [], set()
+    for rrf, _, _, name, node, block in ranked:
+        own = [fact for db, fact in facts if db == name and fact.get("subject_id") == node["id"]]
+        block = labelled(block, name)
+        cost = estimate_tokens(block) + sum(estimate_tokens(f["text"]) + 1 for f in own)
+        if used + cost > budget:
+            continue
+        used += cost
+        nodes.append({**node, "db": name, "rrf": round(rrf, 6)})
+        picked_blocks.append(block)
+        kept.update((name, f["text"]) for f in own)
+    kept_facts = [{**fact, "db": name} for name, fact in facts if (name, fact["text"]) in kept]
+    per_database = {name: {key: answer.get(key) for key in ("confident", "reason", "vectors", "intent")}
+                    | {"notes": len(answer["nodes"]), "ms": answer["timings_ms"].get("total")}
+                    for name, answer, _ in answers}
+    if confident:
+        reason = "; ".join(f"{name}: {answer['reason']}" for name, answer, _ in confident)
+        text = context_text(question, [f["text"] for f in kept_facts], picked_blocks)
+    else:
+        reason = "no database has a confident match (" + "; ".join(
+            f"{name}: {answer['reason']}" for name, answer, _ in answers) + ")"
+        text = no_confident_match(question, reason)
+    return {
+        "question": question,
+        "databases": [name for name, _, _ in answers],
+        "confident": bool(confident),
+        "reason": reason,
+        "seeds": [{**seed, "db": name} for name, answer, _ in answers for seed in answer["seeds"]],
+        "nodes": nodes,
+        "facts": kept_facts,
+        "context": text,
+        "per_database": per_database,
+    }
+
+
+def unanswered(reason: str) -> dict[str, Any]:
+    """A database's place in the answer when it could not answer (an outdated file, a failing model)."""
+    return {"confident": False, "reason": reason, "vectors": None, "intent": None, "seeds": [], "nodes": [],
+            "facts": [], "timings_ms": {}}
+
+
+def answer_one(conn: Any, question: str, options: ContextOptions) -> tuple[dict[str, Any], list[str]]:
+    try:
+        return context_and_blocks(conn, question, options)
+    except (OutdatedDatabase, EmbeddingError) as error:
+        return unanswered(f"not answered: {error}"), []
+
+
+async def ask_databases(datasette: Any, names: list[str], question: str, options: ContextOptions) -> dict[str, Any]:
+    """`question` on each of `names` (Datasette databases the actor may view: the caller checks), concurrently on
+    Datasette's SQL thread pool, fused into one answer within `options.budget`."""
+    started = time.perf_counter()
+
+    async def one(name: str) -> tuple[str, dict[str, Any], list[str]]:
+        answer, blocks = await datasette.get_database(name).execute_fn(
+            lambda conn: answer_one(conn, question, options))
+        return name, answer, blocks
+
+    fused = fuse(question, list(await asyncio.gather(*(one(name) for name in names))), options.budget)
+    fused["timings_ms"] = {"total": round((time.perf_counter() - started) * 1000, 2)}
+    return fused
+
+
+def ask_files(paths: list[str], question: str, options: ContextOptions) -> dict[str, Any]:
+    """The same over database files (the CLI), one after another, each named by its file's stem."""
+    started = time.perf_counter()
+    answers = []
+    for path in paths:
+        answer, blocks = answer_one(str(path), question, options)
+        answers.append((Path(path).stem, answer, blocks))
+    fused = fuse(question, answers, options.budget)
+    fused["timings_ms"] = {"total": round((time.perf_counter() - started) * 1000, 2)}
+    return fused

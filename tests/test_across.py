@@ -1,0 +1,85 @@
+"""One question across several databases (across.py): fused by rank, one budget, each note naming its database."""
+
+import asyncio
+import shutil
+
+import pytest
+from click.testing import CliRunner
+from datasette.app import Datasette
+from datasette.cli import cli
+
+from datasette_okf.across import fuse, labelled
+from datasette_okf.render import context_text, estimate_tokens
+from datasette_okf.store import build
+
+from .conftest import VAULT
+
+
+def answer(names, confident=True, reason="titled"):
+    nodes = [{"id": n, "title": n.upper(), "score": 1.0 / (i + 1)} for i, n in enumerate(names)]
+    facts = [{"subject_id": names[0], "text": f"{names[0]} knows things"}] if names else []
+    return ({"confident": confident, "reason": reason, "vectors": "used", "intent": "WHO", "seeds": [],
+             "nodes": nodes, "facts": facts, "timings_ms": {"total": 1.0}},
+            [f"### {n.upper()} ({n})\nwhy: seed\n" + "word " * 40 for n in names])
+
+
+def test_first_notes_of_every_database_come_before_any_second_note():
+    fused = fuse("q", [("a", *answer(["a1", "a2"])), ("b", *answer(["b1", "b2"]))], budget=2000)
+    assert [(n["db"], n["id"]) for n in fused["nodes"]] == [("a", "a1"), ("b", "b1"), ("a", "a2"), ("b", "b2")]
+    assert "### A1 (a1) [db: a]" in fused["context"] and "### B1 (b1) [db: b]" in fused["context"]
+    assert {f["db"] for f in fused["facts"]} == {"a", "b"}
+
+
+def test_one_budget_is_shared_and_unconfident_databases_add_nothing():
+    a = answer(["a1", "a2"])
+    first = estimate_tokens(labelled(a[1][0], "a")) + estimate_tokens(a[0]["facts"][0]["text"]) + 1
+    budget = estimate_tokens(context_text("q", ["-"], ["-"])) + first + 5  # room for the first note only
+    fused = fuse("q", [("a", *a), ("b", *answer(["b1"], confident=False, reason="far"))], budget=budget)
+    assert [n["id"] for n in fused["nodes"]] == ["a1"]  # the second note no longer fits
+    assert fused["confident"] and fused["per_database"]["b"]["confident"] is False
+    nothing = fuse("q", [("a", *answer(["a1"], confident=False, reason="far")),
+                         ("b", *answer([], confident=False, reason="none"))], budget=2000)
+    assert not nothing["confident"] and nothing["nodes"] == []
+    assert "a: far" in nothing["reason"] and "b: none" in nothing["reason"]
+
+
+@pytest.fixture
+def databases(campaign_db, tmp_path):
+    vault = tmp_path / "myvault.db"
+    build([VAULT], vault)
+    secret = tmp_path / "secret.db"
+    shutil.copyfile(campaign_db, secret)
+    return campaign_db, vault, secret
+
+
+def get(ds, path, actor=None):
+    async def go():
+        cookies = {"ds_actor": ds.sign({"a": actor}, "actor")} if actor else {}
+        return await ds.client.get(path, cookies=cookies)
+
+    return asyncio.run(go())
+
+
+def test_db_star_asks_every_database_the_actor_may_view(databases):
+    campaign, vault, secret = databases
+    ds = Datasette([str(campaign), str(vault), str(secret)],
+                   metadata={"databases": {"secret": {"allow": {"id": "gm"}}}})
+    tinker = get(ds, "/-/context_for.json?db=*&q=Who+does+the+Tinker+work+for%3F").json()
+    assert tinker["databases"] == ["campaign", "myvault"]  # the private one is not asked
+    assert "secret" not in tinker["per_database"]
+    assert tinker["confident"] and tinker["nodes"][0] == {**tinker["nodes"][0], "db": "campaign",
+                                                           "title": "Teodor Vask"}
+    assert tinker["per_database"]["myvault"]["confident"] is False
+    marrek = get(ds, "/-/context_for.json?db=*&q=Who+is+Marrek+Tindall%3F").json()
+    assert (marrek["nodes"][0]["db"], marrek["nodes"][0]["title"]) == ("myvault", "Marrek Tindall")
+    assert "[db: myvault]" in marrek["context"] and "[db: campaign]" in marrek["context"]  # its Marrek Sallow
+    as_gm = get(ds, "/-/context_for.json?db=*&q=Who+does+the+Tinker+work+for%3F", actor={"id": "gm"}).json()
+    assert as_gm["databases"] == ["campaign", "myvault", "secret"]
+    assert {n["db"] for n in as_gm["nodes"]} >= {"campaign", "secret"}
+
+
+def test_the_cli_asks_several_files(databases):
+    campaign, vault, _ = databases
+    result = CliRunner().invoke(cli, ["okf", "context", str(campaign), str(vault), "Who is Marrek Tindall?"])
+    assert result.exit_code == 0, result.output
+    assert "### Marrek Tindall (vault/People/Marrek Tindall) [db: myvault]" in result.output
