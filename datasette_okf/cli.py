@@ -116,6 +116,11 @@ class _Bars(Progress):
     help="Then keep the database following the folders: rebuild on every change (deleted files are pruned), "
          "vectors computed behind, newest first; Ctrl-C stops",
 )
+@click.option(
+    "--jobs", type=click.IntRange(min=1), default=1, show_default=True,
+    help="Batches sent to a remote embedding model at once (an Ollama or OpenAI-compatible server, or a pool of "
+         "them behind a load balancer); a failed batch is retried once. The default model ignores it",
+)
 @click.option("--serve", is_flag=True, help="With --watch: serve the database in Datasette as soon as its text is in")
 @click.option("--host", default="127.0.0.1", show_default=True, help="With --serve")
 @click.option("--port", default=8001, show_default=True, help="With --serve")
@@ -124,7 +129,7 @@ class _Bars(Progress):
 def build(
     bundles: tuple[Path, ...], output: Path | None, prune: bool, strict: bool, model: str | None, no_embed: bool,
     link_mentions: bool, write_bundle_files: bool, force: bool, lock_timeout: float, embedding_cache: Path | None,
-    no_embedding_cache: bool, watch: bool, serve: bool, host: str, port: int, metadata: Path | None,
+    no_embedding_cache: bool, watch: bool, jobs: int, serve: bool, host: str, port: int, metadata: Path | None,
 ):
     """Build BUNDLE folders (OKF bundles or Obsidian vaults) into one SQLite file.
 
@@ -145,7 +150,7 @@ def build(
             bundles, output, prune=prune or watch, embed=not no_embed, model=model, progress=progress,
             link_mentions=link_mentions, force=force, lock_timeout=lock_timeout, derived_files=True,
             into_bundles=[path.resolve().name for path in bundles] if write_bundle_files else [],
-            embedding_cache=cache, vectors_behind=watch,
+            embedding_cache=cache, vectors_behind=watch, jobs=jobs,
         )
 
     bars = _Bars()

@@ -19,7 +19,8 @@ import os
 import shutil
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -33,7 +34,7 @@ from .bundle import Bundle, Concept, ScannedBundle, cache_key, parse_bundle, row
 from .calibrate import calibrate, needs_calibration
 from .chunks import embedding_text, split_into_chunks, text_hash
 from .derived import DerivedFileError, write_derived
-from .embed import canonical_id, dimensions, embed_texts, get_model
+from .embed import EmbeddingError, canonical_id, dimensions, embed_texts, get_model, is_default
 from .locks import LOCK_SUFFIX, LockTimeout, build_lock, held_open
 from .schema import (
     FORMAT_VERSION,
@@ -152,6 +153,7 @@ def build(
     into_bundles: Iterable[str] = (),
     embedding_cache: Path | str | bool = True,
     vectors_behind: bool = False,
+    jobs: int = 1,
 ) -> BuildReport:
     """Build (or update) `output` from one or more bundle folders.
 
@@ -167,6 +169,7 @@ def build(
     commits without computing vectors (the file answers from titles, full-text
     search and the graph within seconds) and `report.vectors_pending` says how
     many chunks still need one: embed_pending() computes them, a batch per call.
+    `jobs` batches go to a remote embedding model at once (_embedded_batches).
     """
     started = time.perf_counter()
     progress = progress or Progress()
@@ -181,7 +184,7 @@ def build(
         with build_lock(output, lock_timeout, progress.waiting):
             _refuse_foreign_file(output, force)
             report = _build_locked(roots, output, prune, embed, model, progress, link_mentions, embedding_cache,
-                                   vectors_behind)
+                                   vectors_behind, jobs)
             if derived_files:
                 report.derived, report.derived_error = _write_derived(output, into_bundles, report.up_to_date)
     except LockTimeout as error:
@@ -194,7 +197,7 @@ def build(
 
 def _build_locked(
     roots: list[Path], output: Path, prune: bool, embed: bool, model: str | None, progress: Progress,
-    link_mentions: bool, embedding_cache: Path | str | bool = True, vectors_behind: bool = False,
+    link_mentions: bool, embedding_cache: Path | str | bool = True, vectors_behind: bool = False, jobs: int = 1,
 ) -> BuildReport:
     """The build proper, once this process alone may write `output`."""
     scanned = [scan_bundle(root, skip=build_outputs(output)) for root in roots]
@@ -264,7 +267,7 @@ def _build_locked(
                 pending = _unembedded(db, target_model)
                 _mark_pending(db, pending)
             elif embedding_model is not None:
-                embedded = _embed_missing(db, embedding_model, target_model, progress, embedding_cache)
+                embedded = _embed_missing(db, embedding_model, target_model, progress, embedding_cache, jobs=jobs)
                 _calibrate_gate(db, embedding_model, target_model)
             for r in reports:
                 _fill_report(db, r)
@@ -691,7 +694,7 @@ def _mark_pending(db: sqlite_utils.Database, pending: int) -> None:
 
 def _embed_missing(
     db: sqlite_utils.Database, model, model_id: str, progress: Progress, embedding_cache: Path | str | bool = True,
-    limit: int | None = None, first_above: int = -1,
+    limit: int | None = None, first_above: int = -1, jobs: int = 1,
 ) -> EmbedReport:
     """Give every chunk without a vector from `model_id` one (with `limit`, that many: chunks whose id is above
     `first_above` first, so an edited note's come before the backlog, then the shortest): from the shared cache
@@ -725,9 +728,8 @@ def _embed_missing(
             progress.embedded(len(pairs))
         missing = [(chunk_id, text, digest) for (chunk_id, text), digest in zip(todo, digests) if digest not in hits]
         batch_size = getattr(model, "batch_size", None) or 16
-        for start in range(0, len(missing), batch_size):
-            batch = missing[start : start + batch_size]
-            blobs = embed_texts(model, [text for _, text, _ in batch])
+        batches = [missing[start : start + batch_size] for start in range(0, len(missing), batch_size)]
+        for batch, blobs in _embedded_batches(model, batches, jobs):
             _insert_vectors(db, model_id, list(zip([chunk_id for chunk_id, _, _ in batch], blobs)))
             if cache:
                 cache.store(model_id, zip([digest for _, _, digest in batch], blobs))
@@ -768,6 +770,36 @@ def embed_pending(output: Path | str, model: Any, model_id: str, batch: int = 64
     except (sqlite3.Error, OSError) as error:
         raise BuildError(_explain(error, output)) from error
     return left
+
+
+def _embed_twice(model: Any, texts: list[str]) -> list[bytes]:
+    """A batch's vectors, for --jobs: in a pool of servers a batch that fails (one server restarting, a timeout) is
+    tried once more, most likely on another, before the build fails."""
+    try:
+        return embed_texts(model, texts)
+    except EmbeddingError as first:
+        try:
+            return embed_texts(model, texts)
+        except EmbeddingError as second:
+            raise EmbeddingError(f"a batch of {len(texts)} chunks failed twice: {first}; then: {second}") from second
+
+
+def _embedded_batches(model: Any, batches: list[list[tuple]], jobs: int) -> Iterator[tuple[list[tuple], list[bytes]]]:
+    """(batch, its vectors) in order. With `jobs` > 1, that many batches are with the model at once: for a remote
+    model (an Ollama or OpenAI-compatible server, or a load-balanced pool of them) whose time is the network's and
+    the server's. The default model runs in this process and already uses every core, so it keeps one."""
+    texts = [[text for _, text, _ in batch] for batch in batches]
+    if jobs <= 1 or is_default(getattr(model, "model_id", None)):
+        for batch, batch_texts in zip(batches, texts):
+            yield batch, embed_texts(model, batch_texts)  # one try: a dead server fails the build at once
+        return
+    pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="okf-embed")
+    try:
+        futures = [pool.submit(_embed_twice, model, batch_texts) for batch_texts in texts]
+        for batch, future in zip(batches, futures):
+            yield batch, future.result()
+    finally:  # a failed batch fails the build: the batches not started are not sent
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _insert_vectors(db: sqlite_utils.Database, model_id: str, pairs: list[tuple[int, bytes]]) -> None:

@@ -7,15 +7,17 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 import sqlite_utils
 
 from datasette_okf import schema, store
+from datasette_okf.embed import EmbeddingError
 from datasette_okf.store import BuildError, BuildRefused, build
 
-from .conftest import write_bundle
+from .conftest import VAULT, write_bundle
 
 NOTE = "---\ntype: Person\ntitle: {title}\ntags: [npc, {tag}]\n---\n# {title}\n\nKnows [b](/b.md).\n"
 
@@ -648,3 +650,145 @@ def test_the_gate_is_calibrated_when_vectors_change_and_only_then(tmp_path, test
     assert json.loads(schema.read_meta(schema.connect(db_path).conn)["gate"])["method"].endswith("(revised)")
     build([root], db_path, model="okf-test-hash-16")
     assert json.loads(schema.read_meta(schema.connect(db_path).conn)["gate"])["model"] == "okf-test-hash-16"
+
+
+# --- --jobs: a remote embedding model, several batches at once, against real servers on loopback
+
+
+class _EmbeddingServers:
+    """Two stub embedding servers (POST {"texts": [...]} -> {"vectors": [...]}): `slow` answers after a delay,
+    `flaky` fails its first request with a 500. Each records how many requests it had in flight at most."""
+
+    def __init__(self, delay: float = 0.3, fail_first: int = 1):
+        import http.server
+        import json as json_module
+        import threading
+
+        outer = self
+        self.lock = threading.Lock()
+        self.in_flight = 0
+        self.most_in_flight = 0
+        self.requests = {"slow": 0, "flaky": 0}
+        self.failures_left = fail_first
+        self.fail_all = False
+
+        def handler(name):
+            class Handler(http.server.BaseHTTPRequestHandler):
+                def log_message(self, *args):
+                    pass
+
+                def do_POST(self):
+                    texts = json_module.loads(self.rfile.read(int(self.headers["Content-Length"])))["texts"]
+                    with outer.lock:
+                        outer.requests[name] += 1
+                        outer.in_flight += 1
+                        outer.most_in_flight = max(outer.most_in_flight, outer.in_flight)
+                        fail = outer.fail_all or (name == "flaky" and outer.failures_left > 0)
+                        if fail and not outer.fail_all:
+                            outer.failures_left -= 1
+                    try:
+                        if name == "slow":
+                            time.sleep(delay)
+                        if fail:
+                            self.send_response(500)
+                            self.end_headers()
+                            return
+                        body = json_module.dumps({"vectors": [_hash_vector(t) for t in texts]}).encode()
+                        self.send_response(200)
+                        self.send_header("Content-Type", "application/json")
+                        self.send_header("Content-Length", str(len(body)))
+                        self.end_headers()
+                        self.wfile.write(body)
+                    finally:
+                        with outer.lock:
+                            outer.in_flight -= 1
+            return Handler
+
+        self.servers = [http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler(name)) for name in ("slow", "flaky")]
+        self.urls = [f"http://127.0.0.1:{s.server_address[1]}/" for s in self.servers]
+        for server in self.servers:
+            threading.Thread(target=server.serve_forever, daemon=True).start()
+
+    def close(self):
+        for server in self.servers:
+            server.shutdown()
+            server.server_close()
+
+
+def _hash_vector(text: str, dims: int = 8) -> list[float]:
+    import hashlib
+    import math
+
+    vector = [0.0] * dims
+    for word in text.lower().split():
+        vector[int(hashlib.md5(word.encode()).hexdigest(), 16) % dims] += 1.0
+    norm = math.sqrt(sum(v * v for v in vector)) or 1.0
+    return [v / norm for v in vector]
+
+
+@pytest.fixture
+def remote_model(monkeypatch, tmp_path):
+    """An llm embedding model that sends each batch to the next of two stub servers (a load balancer's round robin)."""
+    import itertools
+    import json as json_module
+    import threading
+    import urllib.request
+
+    import llm
+
+    monkeypatch.setenv("LLM_USER_PATH", str(tmp_path / "llm"))
+    servers = _EmbeddingServers()
+    turn = itertools.cycle(servers.urls)
+    lock = threading.Lock()
+
+    class Remote(llm.EmbeddingModel):
+        model_id = "okf-test-remote"
+        batch_size = 4
+        supports_text = True
+
+        def embed_batch(self, items):
+            with lock:
+                url = next(turn)
+            request = urllib.request.Request(url, json_module.dumps({"texts": list(items)}).encode(),
+                                             {"Content-Type": "application/json"})
+            with urllib.request.urlopen(request, timeout=10) as response:
+                return json_module.load(response)["vectors"]
+
+    class Plugin:
+        @llm.hookimpl
+        def register_embedding_models(self, register):
+            register(Remote())
+
+    llm.plugins.pm.register(Plugin(), name="okf-test-remote")
+    yield servers
+    llm.plugins.pm.unregister(name="okf-test-remote")
+    servers.close()
+
+
+def test_jobs_send_batches_at_once_and_retry_a_failed_batch(tmp_path, remote_model):
+    db = tmp_path / "v.db"
+    report = build([VAULT], db, model="okf-test-remote", jobs=4, embedding_cache=False)
+    chunks = sum(b.chunks for b in report.bundles)
+    assert report.embedding.embedded == chunks
+    assert remote_model.most_in_flight >= 2  # several batches were with the servers at once
+    assert remote_model.requests["slow"] and remote_model.requests["flaky"]  # both servers of the pool were used
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("select count(*) from chunks where embedded_with = 'okf-test-remote'").fetchone()[0] == chunks
+
+
+def test_jobs_fail_the_build_cleanly_when_a_batch_fails_twice(tmp_path, remote_model):
+    bundle = tmp_path / "vault"
+    shutil.copytree(VAULT, bundle)
+    db = tmp_path / "v.db"
+    build([bundle], db, model="okf-test-remote", jobs=4, embedding_cache=False)
+
+    def state():
+        with contextlib.closing(sqlite3.connect(db)) as conn:
+            return conn.execute("select id, content_hash, embedded_with from chunks order by id").fetchall()
+
+    before = state()
+    (bundle / "People" / "Nessa Thorne.md").write_text("# Nessa Thorne\n\nShe keeps a parrot called Squawk.\n")
+    remote_model.fail_all = True  # the whole pool is down: every batch fails, and fails again
+    with pytest.raises(EmbeddingError, match="failed twice"):
+        build([bundle], db, model="okf-test-remote", jobs=4, embedding_cache=False)
+    assert state() == before  # nothing half-written: the build's transaction was rolled back
