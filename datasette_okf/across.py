@@ -43,7 +43,7 @@ def fuse(question: str, answers: list[tuple[str, dict[str, Any], list[str]]], bu
     )
     facts = [(name, fact) for name, answer, _ in confident for fact in answer["facts"]]
     used = estimate_tokens(context_text(question, ["-"], ["-"]))
-    nodes, picked_blocks, kept = [], [], set()
+    nodes, picked_blocks, kept_facts = [], [], []
     for rrf, _, _, name, node, block in ranked:
         own = [fact for db, fact in facts if db == name and fact.get("subject_id") == node["id"]]
         block = labelled(block, name)
@@ -53,8 +53,7 @@ def fuse(question: str, answers: list[tuple[str, dict[str, Any], list[str]]], bu
         used += cost
         nodes.append({**node, "db": name, "rrf": round(rrf, 6)})
         picked_blocks.append(block)
-        kept.update((name, f["text"]) for f in own)
-    kept_facts = [{**fact, "db": name} for name, fact in facts if (name, fact["text"]) in kept]
+        kept_facts += [{**fact, "db": name} for fact in own]  # in the order of their notes
     per_database = {name: {key: answer.get(key) for key in ("confident", "reason", "vectors", "intent")}
                     | {"notes": len(answer["nodes"]), "ms": answer["timings_ms"].get("total")}
                     for name, answer, _ in answers}
@@ -106,13 +105,18 @@ async def ask_databases(datasette: Any, names: list[str], question: str, options
     return fused
 
 
-def ask_files(paths: list[str], question: str, options: ContextOptions) -> dict[str, Any]:
-    """The same over database files (the CLI), one after another, each named by its file's stem."""
+def ask_files(paths: list[str | Path], question: str, options: ContextOptions) -> dict[str, Any]:
+    """The same over database files (the CLIs), one after another, each named by its file's stem."""
+    return ask_each([(Path(path).stem, str(path)) for path in paths], question, options)
+
+
+def ask_each(databases: list[tuple[str, Any]], question: str, options: ContextOptions) -> dict[str, Any]:
+    """The same over [(name, a database path or connection)], one after another."""
     started = time.perf_counter()
     answers = []
-    for path in paths:
-        answer, blocks = answer_one(str(path), question, options)
-        answers.append((Path(path).stem, answer, blocks))
+    for name, db in databases:
+        answer, blocks = answer_one(db, question, options)
+        answers.append((name, answer, blocks))
     fused = fuse(question, answers, options.budget)
     fused["timings_ms"] = {"total": round((time.perf_counter() - started) * 1000, 2)}
     return fused

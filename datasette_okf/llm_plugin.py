@@ -7,20 +7,25 @@ from __future__ import annotations
 
 import json
 import math
+from contextlib import ExitStack, closing
+from pathlib import Path
 
 import click
 import llm
 from click_default_group import DefaultGroup
 
+from .across import ask_each
 from .answer import (
     OKF,
     REMOTE_TIMEOUT,
     AnswerError,
+    check_database,
     cited,
     get_chat_model,
     local_context,
     parse_fragment_argument,
     prompt_parts,
+    read_only,
     remote_context,
 )
 from .embed import DEFAULT_ALIASES, EmbeddingError, OKFMiniLM
@@ -56,19 +61,27 @@ def okf_fragment(argument: str) -> llm.Fragment:
     return llm.Fragment(result["context"], f"okf:{argument}")
 
 
-def _retrieve(question: str, database: str | None, url: str | None, mode: str, budget: int,
+def _retrieve(question: str, databases: tuple[str, ...], url: str | None, mode: str, budget: int,
               timeout: float | None) -> dict:
-    """The context_for result from a local file (-d) or a remote Datasette (--url, with -d naming its database)."""
-    if not database and not url:
+    """The context_for result from local files (-d, repeatable: their notes share one budget, across.py) or a
+    remote Datasette (--url, with -d naming its database, or * for every one you may view)."""
+    if not databases and not url:
         raise click.ClickException("say where the notes are: -d DATABASE.db, or --url http://host/ for a Datasette")
     if timeout is not None and not url:
         raise click.ClickException("--timeout bounds the --url request; a local -d database has none to bound")
+    if url and len(databases) > 1:
+        raise click.ClickException("with --url, -d names one database on that Datasette, or * for all you may view")
     try:
         options = DEFAULTS.with_(mode=mode, budget=budget)
         if url:
-            return remote_context(url, question, db=database, mode=mode, budget=budget,
+            return remote_context(url, question, db=databases[0] if databases else None, mode=mode, budget=budget,
                                   timeout=REMOTE_TIMEOUT if timeout is None else timeout)
-        return local_context(database, question, options)
+        if len(databases) > 1:
+            with ExitStack() as stack:
+                conns = [(Path(db).stem, stack.enter_context(closing(read_only(check_database(db)))))
+                         for db in databases]
+                return ask_each(conns, question, options)
+        return local_context(databases[0], question, options)
     except BadOption as error:
         raise click.BadParameter(str(error), param_hint=f"--{error.parameter}") from None
     except (AnswerError, EmbeddingError) as error:
@@ -83,7 +96,9 @@ def _positive_seconds(ctx: click.Context, param: click.Parameter, value: float |
 
 
 def _shared_options(command):
-    command = click.option("-d", "--database", help="A database built by datasette okf build (with --url: its name)")(command)
+    command = click.option("-d", "--database", "databases", multiple=True,
+                           help="A database built by datasette okf build; repeat it to ask several at once "
+                                "(with --url: its name there, or *)")(command)
     command = click.option("--url", help="Ask a Datasette instance instead, through /-/context_for.json")(command)
     command = click.option("--timeout", type=float, metavar="SECONDS", callback=_positive_seconds,
                            help=f"With --url: give up when the whole answer has not arrived within this "
@@ -109,11 +124,13 @@ def register_commands(cli):
     @click.option("--file-back", "file_back_dir", type=click.Path(exists=True, file_okay=False),
                   help="Also file the answer into this bundle folder as a new Concept page and rebuild -d")
     @click.option("--title", help="With --file-back: the page title (default: the question)")
-    def ask(question, database, url, timeout, mode, budget, model_id, show_context, as_json, file_back_dir, title):
+    def ask(question, databases, url, timeout, mode, budget, model_id, show_context, as_json, file_back_dir, title):
         """Answer QUESTION from the notes, citing them; say so when they do not hold the answer."""
-        if file_back_dir and (url or not database):
-            raise click.ClickException("--file-back needs the local database it rebuilds: -d DATABASE.db, not --url")
-        result = _retrieve(question, database, url, mode, budget, timeout)
+        if file_back_dir and (url or len(databases) != 1):
+            raise click.ClickException("--file-back needs the local database it rebuilds (one): -d DATABASE.db, "
+                                       "not --url or several -d")
+        database = databases[0] if databases else None
+        result = _retrieve(question, databases, url, mode, budget, timeout)
         if show_context and not as_json:
             click.echo(result["context"] + "\n", err=True)
         if not result["confident"]:
@@ -169,9 +186,9 @@ def register_commands(cli):
     @okf.command(name="context")
     @click.argument("question")
     @_shared_options
-    def context_command(question, database, url, timeout, mode, budget):
+    def context_command(question, databases, url, timeout, mode, budget):
         """Print only the context block for QUESTION (for piping into any prompt)."""
-        click.echo(_retrieve(question, database, url, mode, budget, timeout)["context"])
+        click.echo(_retrieve(question, databases, url, mode, budget, timeout)["context"])
 
 
 def _log(response) -> None:

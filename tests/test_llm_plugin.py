@@ -403,3 +403,21 @@ def test_checking_a_wal_database_creates_no_files(campaign_db, tmp_path):
 ])
 def test_toolbox_concept_answers_any_id_with_a_message(campaign_db, concept_id, answer):
     assert OKF(str(campaign_db)).concept(concept_id) == answer
+
+
+def test_several_databases_are_asked_at_once_and_their_notes_cited(campaign_db, tmp_path, scripted):
+    from datasette_okf.store import build
+
+    from .conftest import VAULT
+
+    vault = tmp_path / "myvault.db"
+    build([VAULT], vault)
+    context = run("okf", "context", "Who is Marrek Tindall?", "-d", str(campaign_db), "-d", str(vault))
+    assert "### Marrek Tindall (vault/People/Marrek Tindall) [db: myvault]" in context.output
+    assert "[db: campaign]" in context.output  # its Marrek Sallow
+    answer = run("okf", "Who is Marrek Tindall?", "-d", str(campaign_db), "-d", str(vault),
+                 "-m", "okf-test-scripted", "--json")
+    data = json.loads(answer.output)
+    assert data["confident"] and "[db: myvault]" in data["context"]
+    refused = run("okf", "Who?", "-d", str(campaign_db), "-d", str(vault), "--file-back", str(tmp_path), "-m", "echo")
+    assert refused.exit_code == 1 and "needs the local database it rebuilds (one)" in refused.output
