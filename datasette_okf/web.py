@@ -142,8 +142,14 @@ async def context_for_page(datasette, request):
     context: dict[str, Any] = {"question": request.args.get("q") or "", "result": None, "error": None,
                                "modes": MODES, "databases": await visible_databases(datasette, request.actor)}
     status = 200
-    if request.args.get("db") == ALL:
-        context["error"], status = "db: db=* (every database at once) is for /-/context_for.json", 400
+    if request.args.get("db") == ALL and request.args.get("q") is not None:
+        try:
+            params = await permitted(datasette, request)
+            context.update(across_view(datasette, params, await answer(datasette, params)))
+        except BadRequest as error:
+            context["error"], status = f"{error.parameter}: {error}", 400
+        except Forbidden:
+            return Response.html("Forbidden", status=403)
     elif request.args.get("q") is not None:
         try:
             params, result = await run(datasette, request)
@@ -304,6 +310,24 @@ def page_view(datasette, params: dict[str, Any], result: dict[str, Any], titles:
             "coverage_threshold": f"{options.coverage_threshold:.0%}",
             "json_url": f"/-/context_for.json?{urlencode({'q': params['question'], 'db': db, **asked})}",
             "svg": neighbourhood_svg(result, why={n["id"]: n["why_text"] for n in nodes})}
+
+
+def across_view(datasette, params: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
+    """What the template shows for db=*: each note linked to its row in its own database, with its why line by
+    title, and each database's part in the answer."""
+    titles = {(s["db"], s["id"]): s["title"] for s in result["seeds"]} | {
+        (n["db"], n["id"]): n["title"] for n in result["nodes"]}
+    nodes = []
+    for node in result["nodes"]:
+        own = {concept_id: title for (db, concept_id), title in titles.items() if db == node["db"]}
+        parts = why_parts(node["why"], node["via"], own)
+        nodes.append({**node, "url": datasette.urls.row(node["db"], "concepts", quote(node["id"], safe="")),
+                      "why_parts": parts, "why_text": "".join(text for text, _ in parts)})
+    options: ContextOptions = params["options"]
+    asked = {name: getattr(options, name) for name in ContextOptions.PER_REQUEST}
+    return {"result": result, "across": True, "nodes": nodes,
+            "per_database": [{"db": name, **part} for name, part in result["per_database"].items()],
+            "json_url": f"/-/context_for.json?{urlencode({'q': params['question'], 'db': ALL, **asked})}"}
 
 
 def neighbourhood_svg(result: dict[str, Any], size: int = 420, why: dict[str, str] | None = None) -> str:

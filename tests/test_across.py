@@ -83,3 +83,18 @@ def test_the_cli_asks_several_files(databases):
     result = CliRunner().invoke(cli, ["okf", "context", str(campaign), str(vault), "Who is Marrek Tindall?"])
     assert result.exit_code == 0, result.output
     assert "### Marrek Tindall (vault/People/Marrek Tindall) [db: myvault]" in result.output
+
+
+def test_the_question_page_asks_all_databases(databases):
+    campaign, vault, secret = databases
+    ds = Datasette([str(campaign), str(vault), str(secret)],
+                   metadata={"databases": {"secret": {"allow": {"id": "gm"}}}})
+    form = get(ds, "/-/context_for").text
+    assert '<option value="*"' in form
+    page = get(ds, "/-/context_for?db=*&q=Who+is+Marrek+Tindall%3F")
+    assert page.status_code == 200
+    html = page.text
+    assert 'href="/myvault/concepts/vault%2FPeople%2FMarrek%20Tindall">Marrek Tindall</a>' in html
+    assert '<span class="okf-badge okf-db">myvault</span>' in html and "secret" not in html
+    table = html[html.index('id="okf-per-database"'):html.index("</table>")]
+    assert "<td>campaign</td>" in table and "<td>myvault</td>" in table
