@@ -93,7 +93,7 @@ async def run(datasette, request) -> tuple[dict[str, Any], dict[str, Any]]:
 CACHE_MAX_AGE = 300  # seconds; plugins: datasette-okf: cache_max_age
 
 
-async def cache_headers(datasette, request, params: dict[str, Any]) -> dict[str, str]:
+async def cache_headers(datasette, params: dict[str, Any]) -> dict[str, str]:
     """ETag and Cache-Control for an answer from an immutable database (`datasette -i`), else none.
 
     Such an answer is a function of the file, the question and the options in force (the request's on top of the
@@ -123,7 +123,7 @@ def not_modified(request, headers: dict[str, str]) -> bool:
 async def context_for_json(datasette, request):
     try:
         params = await permitted(datasette, request)
-        headers = await cache_headers(datasette, request, params)
+        headers = await cache_headers(datasette, params)
         if not_modified(request, headers):
             return Response("", status=304, headers=headers)
         result = await answer(datasette, params)
