@@ -6,7 +6,8 @@ module's loop does one thing at a time in the build's own process, so it never w
 1. changes waiting -> an incremental rebuild (text, links, FTS; unchanged files are not parsed again), pruned:
    a deleted or renamed file's concept leaves the database, so the file always matches the folder;
 2. else chunks without vectors -> embed one batch, chunks written since the watch began first (an edited note
-   before the backlog), then the shortest, commit it (Datasette reads it at once: write-ahead log);
+   before the backlog, in batches of EDIT_BATCH so its first chunks are served sooner), then the shortest, commit
+   it (Datasette reads it at once: write-ahead log);
 3. else wait for the next change.
 
 A rebuild and a batch each hold the build lock for a second or two; Datasette's readers never wait on it (WAL).
@@ -35,6 +36,7 @@ STEP_MS = 50
 PROGRESS_EVERY = 10.0  # seconds between embedding progress lines
 EMBED_BATCH = 64  # chunks per committed batch: about a second of the default model on 2 cores (a change waits
 #                  for the batch under way, so not more)
+EDIT_BATCH = 8  # the chunks a rebuild just wrote go in smaller batches: an edited chunk is served a batch sooner
 
 
 def is_change(path: str, outputs: set[Path]) -> bool:
@@ -63,6 +65,7 @@ class Watcher:
     embedding_cache: Path | str | bool = True
     pending: int = 0  # chunks without a vector
     backlog_until: int = -1  # chunks up to this id were written before the watch began
+    fresh: int = 0  # chunks the last rebuilds added to what waits for a vector
     said_at: float = 0.0  # when embedding progress was last printed
 
     def run(self, stop: threading.Event | None = None) -> None:
@@ -98,6 +101,7 @@ class Watcher:
         except BuildError as error:  # a folder emptied or the disk full: say so and keep watching
             self.say(f"{_clock()} {describe(found, self.roots)}: not rebuilt: {error}")
             return
+        self.fresh += max(0, report.vectors_pending - self.pending)
         self.pending = report.vectors_pending
         changed = sum(b.changed for b in report.bundles)
         pruned = sum(b.pruned for b in report.bundles)
@@ -109,8 +113,10 @@ class Watcher:
         before = self.pending
         started = time.perf_counter()
         try:
-            self.pending = embed_pending(self.output, self.model, self.model_id, EMBED_BATCH,
+            batch = EDIT_BATCH if self.fresh > 0 else EMBED_BATCH
+            self.pending = embed_pending(self.output, self.model, self.model_id, batch,
                                          embedding_cache=self.embedding_cache, first_above=self.backlog_until)
+            self.fresh = max(0, self.fresh - batch)
         except BuildError as error:
             self.say(f"{_clock()} vectors not written: {error}")
             self.pending = 0
