@@ -55,7 +55,8 @@ from typing import Any
 from .retrieve import connection
 from .schema import bundles_of, folder_of, read_meta
 
-SQL = Path(__file__).parent / "sql"
+PACKAGE_SQL = Path(__file__).parent / "sql"
+SQL = PACKAGE_SQL  # where the query files are read from
 MULTI_VALUED = ["has_part", "has_member", "member_of", "employs", "parent_of", "child_of", "knows", "links_to",
                 "located_in", "contains", "ally_of", "enemy_of", "rival_of", "ratified"]
 PROFILES = ("okf", "vault")
@@ -90,8 +91,21 @@ class Query:
 
 
 def _load(folder: str, prefix: str, multi_valued: list[str]) -> list[Query]:
+    """The queries of one folder. The package's own files do not change while it runs, and Datasette asks for the
+    canned queries dozens of times a page, so those are read once."""
+    if SQL == PACKAGE_SQL:
+        return list(_load_shipped(folder, prefix, tuple(multi_valued)))
+    return _read(SQL, folder, prefix, multi_valued)
+
+
+@functools.cache
+def _load_shipped(folder: str, prefix: str, multi_valued: tuple[str, ...]) -> tuple[Query, ...]:
+    return tuple(_read(PACKAGE_SQL, folder, prefix, list(multi_valued)))
+
+
+def _read(root: Path, folder: str, prefix: str, multi_valued: list[str]) -> list[Query]:
     queries = []
-    for path in sorted((SQL / folder).glob("*.sql")):
+    for path in sorted((root / folder).glob("*.sql")):
         header: dict[str, str] = {}
         body = []
         for line in path.read_text().splitlines():
