@@ -274,6 +274,13 @@ def found_by(ranks: dict[str, int | None]) -> str:
     return "found by " + ", ".join(found) if found else "found by no list"
 
 
+def node_view(datasette, db: str, node: dict[str, Any], titles: dict[str, str]) -> dict[str, Any]:
+    """A node as the template lists it: linked to its row in `db`, its why line by title."""
+    parts = why_parts(node["why"], node["via"], titles)
+    return {**node, "url": datasette.urls.row(db, "concepts", quote(node["id"], safe="")), "why_parts": parts,
+            "why_text": "".join(text for text, _ in parts)}
+
+
 def page_view(datasette, params: dict[str, Any], result: dict[str, Any], titles: dict[str, str] | None = None,
               covered: dict[str, float] | None = None) -> dict[str, Any]:
     """What the template shows: nodes with row links, badges and titled why lines, the nearest notes when
@@ -284,14 +291,7 @@ def page_view(datasette, params: dict[str, Any], result: dict[str, Any], titles:
     nodes = []
     seeds = {s["id"]: s for s in result["seeds"]}
     for node in result["nodes"]:
-        parts = why_parts(node["why"], node["via"], titles)
-        nodes.append({
-            **node,
-            "url": datasette.urls.row(db, "concepts", quote(node["id"], safe="")),
-            "ranks": seeds.get(node["id"], {}).get("ranks"),
-            "why_parts": parts,
-            "why_text": "".join(text for text, _ in parts),
-        })
+        nodes.append({**node_view(datasette, db, node, titles), "ranks": seeds.get(node["id"], {}).get("ranks")})
     nearest = []
     if not result["confident"]:
         for seed in nearest_notes(result):
@@ -317,12 +317,9 @@ def across_view(datasette, params: dict[str, Any], result: dict[str, Any]) -> di
     title, and each database's part in the answer."""
     titles = {(s["db"], s["id"]): s["title"] for s in result["seeds"]} | {
         (n["db"], n["id"]): n["title"] for n in result["nodes"]}
-    nodes = []
-    for node in result["nodes"]:
-        own = {concept_id: title for (db, concept_id), title in titles.items() if db == node["db"]}
-        parts = why_parts(node["why"], node["via"], own)
-        nodes.append({**node, "url": datasette.urls.row(node["db"], "concepts", quote(node["id"], safe="")),
-                      "why_parts": parts, "why_text": "".join(text for text, _ in parts)})
+    nodes = [node_view(datasette, node["db"], node,
+                       {concept_id: title for (db, concept_id), title in titles.items() if db == node["db"]})
+             for node in result["nodes"]]
     options: ContextOptions = params["options"]
     asked = {name: getattr(options, name) for name in ContextOptions.PER_REQUEST}
     return {"result": result, "across": True, "nodes": nodes,
