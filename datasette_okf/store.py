@@ -857,10 +857,7 @@ def _previous_state(output: Path) -> dict:
     try:
         db = connect(output)
         meta = read_meta(db.conn)
-        unembedded = db.execute(
-            "select count(*) from chunks where embedded_with is null or embedded_with != ?",
-            [meta.get("embedding_model") or ""],
-        ).fetchone()[0]
+        unembedded = _unembedded(db, meta.get("embedding_model") or "")
         db.conn.close()
     except sqlite3.Error:  # unreadable or an older layout: rebuild it
         return {}
