@@ -1,5 +1,6 @@
 """What Datasette's own pages cost on a built database: a concept's row page (its "Links from other tables"
-counts), the edges table page with and without facets (foreign-key labels), the question page (its examples).
+counts), the edges table page with and without facets (foreign-key labels), the question page (its examples), the
+database page (which asks for the canned queries dozens of times).
 
     python benchmarks/datasette_pages.py DB [BASELINE_DB]
 
@@ -48,7 +49,8 @@ async def measure(paths: list[Path]) -> None:
         print(f"{name}: row page p50 {statistics.median(rows):.1f} ms, hubs {statistics.median(hub_rows):.1f} ms; "
               f"edges page {await timed(ds, f'/{name}/edges', 6):.1f} ms, without facets "
               f"{await timed(ds, f'/{name}/edges?_nofacet=1', 6):.1f} ms; "
-              f"question page {await timed(ds, f'/-/context_for?db={name}', 6):.1f} ms")
+              f"question page {await timed(ds, f'/-/context_for?db={name}', 6):.1f} ms; "
+              f"database page (its canned queries) {await timed(ds, f'/{name}', 10):.1f} ms")
 
 
 if __name__ == "__main__":
