@@ -68,14 +68,23 @@ def evaluate(db: Any, golden: list[dict[str, Any]], modes: list[str], **options:
 
 
 def _summary(tier: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """One tier's figures; `all` reports both rates, each over its own questions (an out-of-bundle question
+    rejected is no false rejection)."""
     answered = [r for r in rows if r["recall"] is not None]
+    out = [r for r in rows if r["tier"] == "out"]
+    answerable = [r for r in rows if r["tier"] != "out"]
+    rates = {}
+    if out:
+        rates["rejection_rate"] = _mean([float(r["rejected"]) for r in out])
+    if answerable:
+        rates["false_rejection_rate"] = _mean([float(r["rejected"]) for r in answerable])
     return {
         "n": len(rows),
         "recall": _mean([r["recall"] for r in answered]),
         "hit1": _mean([float(r["hit1"]) for r in answered]),
         "notes": _mean([r["notes"] for r in rows]),
         "tokens": _mean([r["tokens"] for r in rows]),
-        "rejection_rate" if tier == "out" else "false_rejection_rate": _mean([float(r["rejected"]) for r in rows]),
+        **rates,
         "p50_ms": round(statistics.median([r["ms"] for r in rows]), 1) if rows else None,
     }
 
@@ -107,15 +116,16 @@ def misses(report: dict[str, Any]) -> str:
 
 
 def as_table(report: dict[str, Any], markdown: bool = False) -> str:
-    header = ["mode", "tier", "n", "recall", "hit@1", "notes", "tokens", "rejected", "p50 ms"]
+    header = ["mode", "tier", "n", "recall", "hit@1", "notes", "tokens", "out rejected", "answerable rejected",
+              "p50 ms"]
     lines = []
     for spec, tiers in report["modes"].items():
         for tier in (*TIERS, "all"):
             if tier not in tiers:
                 continue
             s = tiers[tier]
-            rejected = s.get("rejection_rate", s.get("false_rejection_rate"))
-            cells = [spec, tier, s["n"], s["recall"], s["hit1"], s["notes"], s["tokens"], rejected, s["p50_ms"]]
+            cells = [spec, tier, s["n"], s["recall"], s["hit1"], s["notes"], s["tokens"], s.get("rejection_rate"),
+                     s.get("false_rejection_rate"), s["p50_ms"]]
             lines.append(["" if c is None else str(c) for c in cells])
     if markdown:
         out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]

@@ -151,6 +151,14 @@ def test_hybrid_beats_plain_vector_search_on_synthesis_and_rejects_out_of_bundle
     assert hybrid["lookup"]["recall"] >= 0.75
 
 
+def test_the_all_row_counts_rejections_of_out_of_bundle_questions_apart_from_false_rejections(campaign_db):
+    golden = [q for q in load_golden(GOLDEN) if q["tier"] in ("lookup", "out")]
+    tiers = evaluate(campaign_db, golden, ["hybrid"])["modes"]["hybrid"]
+    assert tiers["all"]["rejection_rate"] == tiers["out"]["rejection_rate"] > 0
+    assert tiers["all"]["false_rejection_rate"] == tiers["lookup"]["false_rejection_rate"]
+    assert "false_rejection_rate" not in tiers["out"] and "rejection_rate" not in tiers["lookup"]
+
+
 def test_cli_context_and_evaluate(campaign_db):
     runner = CliRunner()
     result = runner.invoke(cli, ["okf", "context", str(campaign_db), "Where does the brine hag live?", "--json"])
