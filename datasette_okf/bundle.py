@@ -31,7 +31,7 @@ from .markdown import decode, heading, headings, is_binary, mask_code, readable,
 from .schema import MAX_FILE_BYTES, TIMELINE, is_derived_timeline
 from .titles import TitleIndex, words
 
-PARSER_VERSION = "8"  # bump when parsing changes, so unchanged files are re-read
+PARSER_VERSION = "9"  # bump when parsing changes, so unchanged files are re-read
 RESERVED = {"index.md", "log.md"}  # OKF §3.1
 LOG_TYPE = "Log"  # the type of a log.md note (OKF §9) that does not give one
 
@@ -499,7 +499,7 @@ def mention_edges(concepts: list[Concept], edges: list[Edge]) -> list[Edge]:
     bundle's prose ("Time", "Home"): then it is a common word, not a name.
     """
     targets = [c for c in concepts if not c.is_index]
-    bodies = {c.id: mask_code(c.body) for c in concepts}
+    bodies = {c.id: mask_code(c.body, links_live=True) for c in concepts}
     lower_words = Counter(w for body in bodies.values() for w in re.findall(r"\b[a-z]\w*\b", body))
     names = []
     common: set[tuple[str, ...]] = set()

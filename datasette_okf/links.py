@@ -81,7 +81,7 @@ def _wikilinks(text: str, lines: _Lines) -> Iterator[tuple[int, RawLink]]:
 
 def wikilink_spans(text: str) -> list[tuple[int, int, RawLink]]:
     """(start, end, link) of each wikilink or embed outside code, for rewriting them in place."""
-    masked = mask_code(text)
+    masked = mask_code(text, links_live=True)
     lines = _Lines(masked, 1)
     return [(start, _WIKILINK.match(masked, start).end(), link) for start, link in _wikilinks(masked, lines)]
 
@@ -92,8 +92,8 @@ def find_wikilinks(text: str, first_line: int = 1) -> list[RawLink]:
 
 
 def find_links(body: str, first_line: int = 1) -> list[RawLink]:
-    """Every link in a markdown body, in order, outside code spans, fences and comments."""
-    masked = mask_code(body)
+    """Every link in a markdown body, in order, outside code spans, fences (but LINKED_BLOCKS) and comments."""
+    masked = mask_code(body, links_live=True)
     lines = _Lines(masked, first_line)
     found = list(_wikilinks(masked, lines))
     masked = _WIKILINK.sub(lambda m: blank(m.group()), masked)

@@ -56,9 +56,10 @@ def fences(text: str) -> list[Fence]:
     return found
 
 
-def mask_code(text: str) -> str:
-    """Blank out fenced code, inline code spans and comments, keeping offsets and lines."""
-    masked = _mask_blocks(text)
+def mask_code(text: str, links_live: bool = False) -> str:
+    """Blank out fenced code, inline code spans and comments, keeping offsets and lines. With `links_live`,
+    the inside of a fence a plugin renders with its links live (LINKED_BLOCKS) is kept: for finding links."""
+    masked = _mask_blocks(text, links_live)
     out = list(masked)
     runs = list(_BACKTICKS.finditer(masked))
     i = 0
@@ -139,12 +140,25 @@ def _byte(data: bytes, error: UnicodeDecodeError) -> str:
     return f"byte 0x{data[error.start]:02x} at offset {error.start}"
 
 
-def _mask_blocks(text: str) -> str:
-    """Fenced code, then comments outside it, blanked."""
+def _mask_blocks(text: str, links_live: bool = False) -> str:
+    """Fenced code, then comments outside it, blanked (with `links_live`, only the fence lines of a
+    LINKED_BLOCKS fence)."""
     out = list(text)
     for fence in fences(text):
+        if links_live and _language(fence) in LINKED_BLOCKS:
+            inside = text.find("\n", fence.start, fence.end) + 1 or fence.end
+            closing = text.rfind("\n", inside, fence.end) + 1 or fence.end
+            closing = closing if text[closing:fence.end].lstrip(" \t>").startswith(("```", "~~~")) else fence.end
+            out[fence.start:inside] = blank(text[fence.start:inside])
+            out[closing:fence.end] = blank(text[closing:fence.end])
+            continue
         out[fence.start:fence.end] = blank(text[fence.start:fence.end])
     return _COMMENT.sub(lambda comment: blank(comment.group()), "".join(out))
+
+
+def _language(fence: Fence) -> str:
+    """A fence's language: `dataview` for "```dataview", lower case."""
+    return _LANGUAGE.match(fence.info).group().lower()
 
 
 # --- Readable text: what a reader of the rendered note sees, for chunks, descriptions, FTS and the LLM ---
@@ -155,6 +169,10 @@ PLUGIN_BLOCKS = frozenset([
     "tasks", "query", "leaflet", "tracker", "chart", "mermaid", "base", "bases", "contributions", "custom-frames",
     "templater", "js-engine", "iframe", "statblock-render",
 ])
+# Fenced blocks a plugin renders with their links live: Fantasy Statblocks renders the markdown in a
+# `statblock`'s fields, so `[[Spider-Mount|Spider Mount]]` there is a link in Obsidian (the 13th Age SRD vault:
+# 633 statblocks, 90 of them linking the rules and monsters they use). Their links are links; the rest is code.
+LINKED_BLOCKS = frozenset(["statblock"])
 _LANGUAGE = re.compile(r"[\w.+-]*")  # of a fence's info string: `dataview` in "```dataview"
 _RAW_HTML_BLOCK = re.compile(r"<(script|style|iframe|svg)\b.*?(?:</\1\s*>|\Z)", re.DOTALL | re.IGNORECASE)
 _TEMPLATER = re.compile(r"<%.*?%>", re.DOTALL)
@@ -213,11 +231,13 @@ def readable(body: str, title: str | None = None) -> str:
         if number <= skip_to:
             continue
         if block is not None and block.start <= start:
-            if _LANGUAGE.match(block.info).group().lower() in PLUGIN_BLOCKS:
+            language = _language(block)
+            if language in PLUGIN_BLOCKS:
                 if block.start == start:
                     skip_to = _stray_fence_end(lines, number)
                 continue
-            out.append(_QUOTE.sub("", line))
+            line = _QUOTE.sub("", line)
+            out.append(_links_as_text(line) if language in LINKED_BLOCKS else line)
             continue
         titled = _CALLOUT_MARK.match(_QUOTE.sub("", line))
         out.extend(_CALLOUT_TITLE + part if titled and part.strip() else part for part in _readable_line(line, title))
@@ -294,8 +314,12 @@ def _inline(text: str) -> str:
     """Inline markup of one line: plugin code out, HTML tags out (text kept), links as their shown text."""
     text = _PLUGIN_INLINE.sub("", text)
     text = _BRACKET_FIELD.sub(lambda m: f"{m.group(1)}: {m.group(2).strip()}", text)
-    text = _EMBED.sub("", text)
-    text = WIKILINK.sub(lambda m: shown_text(m.group(1)), text)
-    text = _INTERNAL_LINK.sub(lambda m: m.group(1).replace("\\[", "[").replace("\\]", "]"), text)
+    text = _links_as_text(_EMBED.sub("", text))
     text = _TAG.sub("", text)
     return _ENTITY.sub(lambda m: html.unescape(m.group()), text)
+
+
+def _links_as_text(text: str) -> str:
+    """Wikilinks and internal markdown links as the text they show."""
+    text = WIKILINK.sub(lambda m: shown_text(m.group(1)), text)
+    return _INTERNAL_LINK.sub(lambda m: m.group(1).replace("\\[", "[").replace("\\]", "]"), text)

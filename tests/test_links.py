@@ -57,6 +57,17 @@ def test_links_in_code_and_comments_are_not_links():
     assert kinds_and_targets(body) == [("link", "a.md"), ("wikilink", "j")]
 
 
+def test_links_in_a_statblock_are_links_as_fantasy_statblocks_renders_them():
+    body = (
+        "```statblock\nname: \"Drow Cavalry\"\ntraits:\n"
+        "    - desc: \"its spider mount acts (See [[Spider-Mount|Spider Mount]] for its stats)\"\n"
+        "    - desc: \"as [the drow](Drow.md), not `[[Code]]`\"\n```\n"
+        "```yaml\nsee: [[Not-A-Link]]\n```\nAfter [[Real]]\n"
+    )
+    assert kinds_and_targets(body) == [("wikilink", "Spider-Mount"), ("link", "Drow.md"), ("wikilink", "Real")]
+    assert [link.line for link in find_links(body)] == [4, 5, 10]
+
+
 def test_footnotes_and_task_boxes_are_not_links():
     assert find_links("Claim.[^s1]\n- [ ] todo\n- [x] done\n\n[^s1]: Source\n") == []
 

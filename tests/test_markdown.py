@@ -199,6 +199,11 @@ def test_shown_text_is_what_obsidian_displays():
     assert shown_text("Folder/Note") == "Folder/Note"
 
 
+def test_a_statblock_shows_its_links_as_their_text():
+    body = "```statblock\nname: \"Nalfeshnee\"\ndesc: \"gate in 2d4 [[Hooked-Demon|hooked demons]]\"\n```"
+    assert readable(body) == "```statblock\nname: \"Nalfeshnee\"\ndesc: \"gate in 2d4 hooked demons\"\n```"
+
+
 def test_code_that_is_not_a_plugin_is_kept_as_written():
     body = "## Stats\n\n```statblock\nname: \"Dire Tiger\"\nlevel: \"6\"\n```\n\n> ```python\n> print('<span>')\n> ```\n"
     assert readable(body) == "## Stats\n\n```statblock\nname: \"Dire Tiger\"\nlevel: \"6\"\n```\n\n```python\nprint('<span>')\n```"
