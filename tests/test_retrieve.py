@@ -64,7 +64,7 @@ def test_each_stage_reruns_with_its_own_params_and_gives_its_rows_again(campaign
     first_round = [s["resolved_from"] or s["id"] for s in result["seeds"] if not s["bridged_from"]]
     assert first_round == fused[: len(first_round)]
     second_round = [row["id"] for row in rerun("bridge")]
-    assert [s["id"] for s in result["seeds"] if s["bridged_from"]] == [i for i in second_round if i not in fused[:5]][:2]
+    assert [s["id"] for s in result["seeds"] if s["bridged_from"]] == second_round
     walked = [json.loads(row["arrival"])["id"] for row in rerun("walk")]
     hops = [n["id"] for n in result["nodes"] if n["why"]["kind"] == "hop"]
     assert hops and [i for i in walked if i in hops] == sorted(hops, key=walked.index)
@@ -303,8 +303,13 @@ def test_a_second_round_through_the_top_seeds_best_chunk_adds_what_the_question_
     result = context_for(campaign_db, BERT)
     bridged = [s for s in result["seeds"] if s["bridged_from"]]
     assert bridged and all(s["bridged_from"] == result["seeds"][0]["id"] for s in bridged)
-    assert result["params"]["bridge"]["question"].startswith(BERT + " ")  # the question, then the bridge chunk
-    assert "vector" not in result["sql"]["bridge"].split("lists as")[0]  # by names: no second embedding
+    params = result["params"]["bridge"]
+    assert params["bridge"].startswith(BERT + "\n") and params["question"] == BERT  # the question, then the chunk
+    assert "okf_embed(:bridge)" not in result["sql"]["bridge"]  # by names, ordered by the question's own vector
+    rows = connection(campaign_db).execute(result["sql"]["bridge"], params).fetchall()
+    assert [row[0] for row in rows] == [s["id"] for s in bridged]
+    assert [row[2] for row in rows] == sorted((row[2] for row in rows), reverse=True)  # nearest the question first
+    assert not {s["id"] for s in bridged} & set(json.loads(params["known"]))  # none the first round found
     assert max(s["rrf"] for s in bridged) < min(s["rrf"] for s in result["seeds"] if not s["bridged_from"])
     nodes = {n["id"]: n for n in result["nodes"]}
     assert any("(second round, through" in nodes[s["id"]]["via"] for s in bridged if s["id"] in nodes)
