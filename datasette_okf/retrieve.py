@@ -637,10 +637,17 @@ union all
 select id, after, before, 'end' from ends where :ends
 order by role desc, id"""
 SERIES_GAP = 3  # at most this many notes filled in between two members of one series
+# A question about how a stretch went (_UNFOLDING_QUESTION): a series' note next to a found one comes right after it
+# (its score nearly the found one's), not with the walked notes at half of it: "sessions 6 to 8" needs 7 and 8.
+SERIES_SHARE = 0.99
 # A question about how things went, in what order: then the notes just before and after a series' stretch come too.
 _SEQUENCE_QUESTION = re.compile(
     r"\b(how did|how has|how have|unfold\w*|play(ed)? out|develop\w*|progress\w*|evolv\w*|across|over sessions|"
     r"from .{1,60}? to|next|afterwards?|then|later|earlier|before|timeline|chronolog\w*|in what order|sequence)\b",
+    re.IGNORECASE)
+# A question about a stretch of the series itself, not only one moment before or after something.
+_UNFOLDING_QUESTION = re.compile(
+    r"\b(unfold\w*|play(ed)? out|across|over (the )?sessions|from .{1,60}? to|in what order|timeline|chronolog\w*)\b",
     re.IGNORECASE)
 
 
@@ -648,18 +655,24 @@ def series(query: Query, nodes: list[Node]) -> list[Node]:
     """3b. Time-aware series: the notes between two members of a series (session 6 and 9 found: 7 and 8 too), and,
     when the question asks how things unfolded, the notes just before and after. One recursive statement over
     the build's `sequence` edges."""
+    ordered = bool(_UNFOLDING_QUESTION.search(query.question))
     score = {n.id: n.score for n in nodes}
     params = {"nodes": json.dumps(list(score)), "max_gap": SERIES_GAP + 1,
               "ends": int(bool(_SEQUENCE_QUESTION.search(query.question)))}
     rows = query.run("series", SERIES_SQL, params)
+    share = SERIES_SHARE if ordered else WALK_SHARE
     added: dict[str, Node] = {}
     for row in rows:
         if row["id"] in added:
             continue
         neighbours = [score[i] for i in (row["after"], row["before"]) if i in score]
         query.know([row["id"]])
-        added[row["id"]] = Node(query.concepts[row["id"]], round(min(neighbours) * WALK_SHARE, 6),
+        added[row["id"]] = Node(query.concepts[row["id"]], round(min(neighbours) * share, 6),
                                 {"kind": "series", "role": row["role"], "after": row["after"], "before": row["before"]})
+    if ordered:  # the next session walked to from a found one comes right after it, like the series' own notes
+        for node in nodes:
+            if node.why["kind"] == "hop" and node.why["edge_kind"] == "sequence" and node.why["from"] in score:
+                node.score = max(node.score, round(score[node.why["from"]] * SERIES_SHARE, 6))
     return _marked_stale(query, list(added.values()))
 
 

@@ -289,6 +289,22 @@ def test_a_series_is_filled_in_between_the_sessions_found_and_extended_when_the_
     assert "end" not in {n["why"].get("role") for n in plain["nodes"]}
 
 
+def test_a_question_about_how_a_stretch_went_takes_the_next_session_right_after_the_one_found(campaign_db):
+    """"How did … unfold / play out across …": a series' note comes just after its neighbour in the budget's order,
+    not at half of it with the walked notes (Thellade: "across sessions 6 to 8" found 6, and 7 fell off the
+    budget behind two weaker seeds)."""
+    def order(question):
+        result = context_for(campaign_db, question)
+        score = {n["id"]: n["score"] for n in result["nodes"]}
+        return [(score[n["id"]], score[n["why"]["after"] or n["why"]["before"]]) for n in result["nodes"]
+                if n["why"]["kind"] == "series" and n["why"]["role"] == "end"]
+
+    unfolding = order("How did things unfold after the smoke over the stacks?")
+    assert unfolding and all(mine == round(neighbour * 0.99, 6) for mine, neighbour in unfolding)
+    after = order("What happened next, after the smoke over the stacks?")  # one moment: the walked notes' share
+    assert after and all(mine == round(neighbour * 0.5, 6) for mine, neighbour in after)
+
+
 def test_the_log_answers_history_questions_with_its_dated_entry(campaign_db):
     """log.md is a note of its own (type Log), one chunk a dated entry: 'when was it deprecated?' finds the entry."""
     result = context_for(campaign_db, "On what date was Orrin Kell retired and merged into someone else, per the log?")
