@@ -31,6 +31,33 @@ def _stem(word: str) -> str:
     return word
 
 
+# British and American spellings of one word, both ways: a question and a bundle written on either side of the
+# Atlantic find each other (Thellade's development questions say "harbour", "colours", "organisation"; its vault
+# writes "harbor", "colors", "organization": 4 of the 6 question words absent from that vault). A variant that
+# is no word at all ("waterr") matches nothing; the few endings that would make another real word are left out
+# by the lengths below ("floor" is not "flour").
+_SPELLINGS = [
+    (re.compile(r"^(\w{3,})our(s?)$"), r"\1or\2"), (re.compile(r"^(\w{2,}[^o])or(s?)$"), r"\1our\2"),
+    (re.compile(r"^(\w{3,})is(e|es|ed|ing|ation|ations)$"), r"\1iz\2"),
+    (re.compile(r"^(\w{3,})iz(e|es|ed|ing|ation|ations)$"), r"\1is\2"),
+    (re.compile(r"^(\w{2,})ys(e|es|ed|ing)$"), r"\1yz\2"), (re.compile(r"^(\w{2,})yz(e|es|ed|ing)$"), r"\1ys\2"),
+    (re.compile(r"^(\w{3,})tre(s?)$"), r"\1ter\2"), (re.compile(r"^(\w{3,})ter(s?)$"), r"\1tre\2"),
+    (re.compile(r"^(\w{3,})ence(s?)$"), r"\1ense\2"), (re.compile(r"^(\w{3,})ense(s?)$"), r"\1ence\2"),
+    (re.compile(r"^(\w{3,})ogue(s?)$"), r"\1og\2"), (re.compile(r"^(\w{4,})og(s?)$"), r"\1ogue\2"),
+    (re.compile(r"^(\w{2,}[aeiou])ll(ed|ing|er|ers)$"), r"\1l\2"),
+    (re.compile(r"^(\w{2,}[^aeiou][aeiou])l(ed|ing|er|ers)$"), r"\1ll\2"),
+]
+
+
+def spellings(word: str) -> list[str]:
+    """The word and its other spelling across the Atlantic, if it has one: harbour -> [harbour, harbor]."""
+    for pattern, replacement in _SPELLINGS:
+        other = pattern.sub(replacement, word)
+        if other != word:
+            return [word, other]
+    return [word]
+
+
 def content_words(text: str) -> list[str]:
     """The question's words that carry meaning: no stopwords, no duplicates, in order."""
     seen: dict[str, None] = {}
@@ -46,23 +73,24 @@ def _forms(stem: str) -> set[str]:
 
 
 @functools.lru_cache(maxsize=256)
-def _wanted(question: str) -> tuple[frozenset[str], frozenset[str]]:
-    """The question's content words, stemmed, and every word form that stems to one of them (called per row:
-    a note's text changes, the question does not)."""
+def _wanted(question: str) -> tuple[frozenset[str], dict[str, str]]:
+    """The question's content words, stemmed, and every word form (either spelling) that stems to one of them,
+    mapped to it (called per row: a note's text changes, the question does not)."""
     wanted = frozenset(_stem(w) for w in content_words(question))
-    return wanted, frozenset(set().union(*map(_forms, wanted))) if wanted else frozenset()
+    forms = {form: stem for stem in wanted for spelling in spellings(stem) for form in _forms(spelling)}
+    return wanted, forms
 
 
 def coverage(question: str, text: str) -> float:
     """Share of the question's content words present in `text` (docs/design.md §3), 0..1.
 
     `text` may be a whole note: its words are streamed, never listed, and only the few that
-    can be a wanted word are stemmed."""
+    can be a wanted word are looked up."""
     wanted, forms = _wanted(question)
     if not wanted:
         return 0.0
-    present = {_stem(match[0]) for match in _WORD.finditer(text.casefold()) if match[0] in forms}
-    return len(present & wanted) / len(wanted)
+    present = {forms[match[0]] for match in _WORD.finditer(text.casefold()) if match[0] in forms}
+    return len(present) / len(wanted)
 
 
 _CAPITALISED = re.compile(r"[^\W\d_][\w'’-]*")
@@ -93,10 +121,10 @@ def names(text: str) -> list[str]:
 
 def fts_query(text: str) -> str:
     """An FTS5 MATCH expression that no user text can break: content words, quoted, OR-ed."""
-    terms = content_words(text) or words(text)
+    terms = [spelling for word in (content_words(text) or words(text))[:64] for spelling in spellings(word)]
     if not terms:
         return '""'  # matches nothing, and is valid syntax
-    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms[:64])
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
 
 
 class TitleIndex:

@@ -2,7 +2,7 @@
 
 import pytest
 
-from datasette_okf.titles import TitleIndex, content_words, coverage, fts_query, names
+from datasette_okf.titles import TitleIndex, content_words, coverage, fts_query, names, spellings
 
 INDEX = TitleIndex([("ai", "AI"), ("go", "Go"), ("gulls", "Black Gulls"), ("gulls", "The Gull Queen"),
                     ("lilu", "Lilu (mythology)"), ("the", "The")])
@@ -33,6 +33,32 @@ def test_coverage_counts_content_words():
     assert coverage("How do I fix a flat bicycle tire?", "Policy on flat apartments; fix rents.") == 0.5
     assert coverage("Which ships pay the toll?", "Every ship pays a toll") == 1.0  # plural endings fold
     assert coverage("Which ships pay the toll?", "A ship") == pytest.approx(1 / 3)
+
+
+@pytest.mark.parametrize(("word", "other"), [
+    ("harbour", "harbor"), ("colors", "colours"), ("organisation", "organization"), ("realized", "realised"),
+    ("centre", "center"), ("defence", "defense"), ("catalogue", "catalog"), ("travelled", "traveled"),
+    ("labeled", "labelled"), ("analyse", "analyze"),
+])
+def test_british_and_american_spellings_find_each_other(word, other):
+    assert spellings(word) == [word, other] and spellings(other) == [other, word]
+
+
+@pytest.mark.parametrize("word", ["floor", "door", "for", "four", "hour", "size", "prize", "called", "filled", "filed"])
+def test_words_whose_other_ending_would_be_another_word_keep_theirs(word):
+    assert spellings(word) == [word]
+
+
+def test_a_british_question_finds_an_american_note_by_keyword_and_coverage():
+    """Thellade's questions say "harbour" and "colours"; its vault writes "harbor" and "colors"."""
+    import sqlite3
+
+    db = sqlite3.connect(":memory:")
+    db.execute("create virtual table t using fts5(body, tokenize='porter unicode61')")
+    db.execute("insert into t values ('The Ember Wharf was the old harbor district, in the colors of the guild')")
+    assert db.execute("select count(*) from t where t match ?", [fts_query("the harbour's colours")]).fetchone() == (1,)
+    assert coverage("Which colours fly over the harbour?", "the colors fly over the harbor") == 1.0
+    assert coverage("Which colors fly over the harbor?", "the colours fly over the harbour") == 1.0
 
 
 @pytest.mark.parametrize("text", ['"', "*", "NEAR(a b)", "AND -x", "a OR", "col:val", "^start", "()", "'quoted'", ""])
