@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from .markdown import fences, heading
 
 MAX_WORDS = 200
+_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})")
 
 
 @dataclass(frozen=True)
@@ -60,26 +61,68 @@ def _clean_heading(text: str) -> str:
 
 
 def _pieces(text: str, max_words: int) -> list[str]:
-    """Paragraphs packed greedily into pieces of at most `max_words` words."""
+    """Paragraphs packed greedily into pieces of at most `max_words` words; a code block cut in two is closed
+    and reopened, so each piece reads as what it is."""
     pieces: list[str] = []
     current: list[str] = []
     count = 0
     for paragraph in re.split(r"\n[ \t]*\n", text):
-        words = paragraph.split()
-        if not words:
-            continue
-        while len(words) > max_words:  # an over-long paragraph is cut at word boundaries
-            if current:
+        for part in _parts(paragraph.strip("\n"), max_words):
+            words = len(part.split())
+            if not words:
+                continue
+            if count + words > max_words and current:
                 pieces.append("\n\n".join(current))
                 current, count = [], 0
-            pieces.append(" ".join(words[:max_words]))
-            words = words[max_words:]
-            paragraph = " ".join(words)
-        if count + len(words) > max_words and current:
-            pieces.append("\n\n".join(current))
-            current, count = [], 0
-        current.append(paragraph.strip())
-        count += len(words)
+            current.append(part.strip("\n").rstrip())  # a code line's indent is its meaning
+            count += words
     if current:
         pieces.append("\n\n".join(current))
-    return pieces
+    return _fences_closed(pieces)
+
+
+def _parts(paragraph: str, max_words: int) -> list[str]:
+    """An over-long paragraph cut at its lines, as it is written (a table's or a statblock's lines, not one long
+    line of words), each part of a table led by the table's header row; a line longer than `max_words` is cut at
+    word boundaries."""
+    if len(paragraph.split()) <= max_words:
+        return [paragraph]
+    lines = paragraph.split("\n")
+    header = lines[0] if lines[0].lstrip().startswith("|") and len(lines) > 1 else None
+    parts: list[str] = []
+    current: list[str] = []
+    count = 0
+    for line in lines:
+        words = line.split()
+        while len(words) > max_words:
+            if current:
+                parts.append("\n".join(current))
+                current, count = [], 0
+            parts.append(" ".join(words[:max_words]))
+            words = words[max_words:]
+            line = " ".join(words)
+        if count + len(words) > max_words and current:
+            parts.append("\n".join(current))
+            current, count = ([header], len(header.split())) if header and line != header else ([], 0)
+        current.append(line)
+        count += len(words)
+    if current:
+        parts.append("\n".join(current))
+    return parts
+
+
+def _fences_closed(pieces: list[str]) -> list[str]:
+    """A fenced block that runs from one piece into the next is closed at the end of the first and reopened,
+    with its info string, at the start of the next."""
+    out = []
+    opener: str | None = None  # the opening line of the fence open at the end of the pieces so far
+    for piece in pieces:
+        reopened = f"{opener}\n{piece}" if opener else piece
+        for line in piece.split("\n"):
+            fence = _FENCE.match(line)
+            if fence and opener is None:
+                opener = line.strip()
+            elif fence and opener and line.strip() == fence.group(1) and fence.group(1)[0] == opener[0]:
+                opener = None
+        out.append(f"{reopened}\n{_FENCE.match(opener).group(1)}" if opener else reopened)
+    return out

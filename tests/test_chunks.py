@@ -22,6 +22,29 @@ def test_long_sections_are_cut_at_paragraphs_then_words():
     assert all(c.heading == "Long" for c in chunks)
 
 
+def test_a_long_table_is_cut_at_its_rows_and_each_part_keeps_the_header():
+    """An OKF table's column list is one long paragraph: cut at words it became one line of cells ("| Column |
+    Type | … | | `order_id` | STRING |…"), which is what the LLM was handed."""
+    header = "| Column | Type | Description |"
+    rows = [f"| `col_{i}` | STRING | the {i}th column of the orders table |" for i in range(40)]
+    chunks = split_into_chunks("\n".join([header, *rows]), max_words=200)
+    assert len(chunks) > 1 and all(len(c.text.split()) <= 200 for c in chunks)
+    assert all(c.text.split("\n")[0] == header for c in chunks)
+    assert [line for c in chunks for line in c.text.split("\n")[1:]] == rows  # every row once, whole, in order
+
+
+def test_a_long_code_block_is_cut_at_its_lines_closed_and_reopened():
+    lines = [f"    - name: \"Trait {i}\"" for i in range(80)]
+    body = "```statblock\n" + "\n".join(lines) + "\n```\n\nAfter the block."
+    chunks = split_into_chunks(body, max_words=100)
+    assert len(chunks) > 1
+    for chunk in chunks[:-1]:
+        assert chunk.text.startswith("```statblock\n") and chunk.text.endswith("\n```")
+    assert chunks[-1].text.endswith("```\n\nAfter the block.")
+    kept = [line for c in chunks for line in c.text.split("\n") if line.startswith("    - name")]
+    assert kept == lines  # indents kept: a statblock's YAML still reads as YAML
+
+
 def test_chunks_of_readable_text_leave_plugin_markup_out_but_keep_other_code():
     body = (
         "## Stats\n\n```statblock\nname: Drider\nac: 19\n```\n\n"
