@@ -142,3 +142,31 @@ def test_vault_question_page_suggests_its_own_titles_and_helps_when_nothing_matc
     assert nearest and set(nearest) <= set(titles)
     assert len(browser.find_elements(By.CSS_SELECTOR, "#okf-checked li")) == 4
     shoot(browser, "vault-no-answer.png")
+
+
+def test_a_statblock_note_links_its_monster_and_its_long_lines_stay_in_their_column(tmp_path, browser):
+    """A 13th Age SRD-style monster: its only link sits inside a Fantasy Statblocks fence, and its long YAML
+    lines once ran under the frontmatter table beside them."""
+    from selenium.webdriver.common.by import By
+
+    from datasette_okf.store import build
+
+    from .conftest import running_datasette
+
+    vault = tmp_path / "srd"
+    (vault / "Bestiary").mkdir(parents=True)
+    (vault / "Bestiary" / "Spider-Mount.md").write_text("---\ntype: beast\n---\nA big spider that drow ride.\n")
+    long_desc = "Whenever the drow cavalry rolls a natural 1-10 on an attack roll, its spider mount acts " * 3
+    (vault / "Bestiary" / "Drow-Cavalry.md").write_text(
+        "---\ntype: humanoid\nlevel: 9\n---\n```statblock\nname: \"Drow Cavalry\"\ntraits:\n"
+        f"    - name: \"Spider mount\"\n      desc: \"{long_desc}(See [[Spider-Mount|Spider Mount]])\"\n```\n")
+    build([vault], tmp_path / "srd.db", embed=False)
+    with running_datasette(str(tmp_path / "srd.db")) as url:
+        browser.get(url + "srd/concepts/srd~2FBestiary~2FDrow-Cavalry")
+        assert "Spider-Mount" in browser.find_element(By.ID, "okf-links-out").text
+        body = browser.find_element(By.CSS_SELECTOR, ".okf-note-body")
+        code = body.find_element(By.TAG_NAME, "pre")
+        assert "    - name: \"Spider mount\"" in code.text  # the YAML as written, indent kept
+        overflow = browser.execute_script("return arguments[0].scrollWidth - arguments[0].clientWidth", code)
+        assert overflow <= 1  # wrapped in its column, not running under the frontmatter
+        shoot(browser, "statblock-row.png")
