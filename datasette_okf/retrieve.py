@@ -631,10 +631,19 @@ ends as (
   select edges.dst, edges.src, null from edges
   where edges.kind = 'sequence' and edges.src in (select id from members)
     and edges.dst not in (select id from members) and edges.dst not in (select id from gaps)
+),
+adjacent as (  -- members already found next to each other: for a question about a stretch, each follows the other
+  select edges.dst as id, edges.src as after, null as before from edges
+  where edges.kind = 'sequence' and edges.src in (select id from members) and edges.dst in (select id from members)
+  union
+  select edges.src, null, edges.dst from edges
+  where edges.kind = 'sequence' and edges.src in (select id from members) and edges.dst in (select id from members)
 )
 select id, after, before, 'gap' as role from gaps
 union all
 select id, after, before, 'end' from ends where :ends
+union all
+select id, after, before, 'adjacent' from adjacent where :ends
 order by role desc, id"""
 SERIES_GAP = 3  # at most this many notes filled in between two members of one series
 # A question about how a stretch went (_UNFOLDING_QUESTION): a series' note next to a found one comes right after it
@@ -663,17 +672,30 @@ def series(query: Query, nodes: list[Node]) -> list[Node]:
     share = SERIES_SHARE if ordered else WALK_SHARE
     added: dict[str, Node] = {}
     for row in rows:
-        if row["id"] in added:
+        if row["id"] in added or row["role"] == "adjacent":
             continue
         neighbours = [score[i] for i in (row["after"], row["before"]) if i in score]
         query.know([row["id"]])
         added[row["id"]] = Node(query.concepts[row["id"]], round(min(neighbours) * share, 6),
                                 {"kind": "series", "role": row["role"], "after": row["after"], "before": row["before"]})
-    if ordered:  # the next session walked to from a found one comes right after it, like the series' own notes
-        for node in nodes:
-            if node.why["kind"] == "hop" and node.why["edge_kind"] == "sequence" and node.why["from"] in score:
-                node.score = max(node.score, round(score[node.why["from"]] * SERIES_SHARE, 6))
+    if ordered:  # sessions found next to each other, however they came, follow each other: 6, then 7, then 8
+        _in_order(nodes, [(row["after"] or row["before"], row["id"]) for row in rows if row["role"] == "adjacent"])
     return _marked_stale(query, list(added.values()))
+
+
+def _in_order(nodes: list[Node], pairs: list[tuple[str, str]]) -> None:
+    """Each (neighbour, note) pair of one series: the note's score rises to just below its neighbour's, along the
+    whole stretch found (a chain of n notes settles in n rounds)."""
+    score = {n.id: n.score for n in nodes}
+    for _ in pairs:
+        changed = False
+        for neighbour, note in pairs:
+            if round(score[neighbour] * SERIES_SHARE, 6) > score[note]:
+                score[note], changed = round(score[neighbour] * SERIES_SHARE, 6), True
+        if not changed:
+            break
+    for node in nodes:
+        node.score = score[node.id]
 
 
 def find_facts(query: Query, nodes: list[Node], run: bool) -> list[dict[str, Any]]:

@@ -299,6 +299,18 @@ def test_a_question_about_how_a_stretch_went_takes_the_next_session_right_after_
         return [(score[n["id"]], score[n["why"]["after"] or n["why"]["before"]]) for n in result["nodes"]
                 if n["why"]["kind"] == "series" and n["why"]["role"] == "end"]
 
+    from datasette_okf.retrieve import SERIES_SQL, Node, _in_order
+
+    found = json.dumps(["campaign/sessions/session-02", "campaign/sessions/session-03"])
+    rows = connection(campaign_db).execute(SERIES_SQL, {"nodes": found, "max_gap": 4, "ends": 1}).fetchall()
+    assert {row for row in rows if row[3] == "adjacent"} == {
+        ("campaign/sessions/session-03", "campaign/sessions/session-02", None, "adjacent"),
+        ("campaign/sessions/session-02", None, "campaign/sessions/session-03", "adjacent")}
+    # session 6 a seed, 7 walked from it, 8 walked from elsewhere at a quarter: 7 and 8 follow 6, in order
+    chain = [Node({"id": f"s{n}"}, score, {"kind": "hop"}) for n, score in ((6, 0.03), (7, 0.008), (8, 0.004))]
+    _in_order(chain, [("s6", "s7"), ("s7", "s6"), ("s7", "s8"), ("s8", "s7")])
+    assert [n.score for n in chain] == [0.03, 0.0297, 0.029403]
+
     unfolding = order("How did things unfold after the smoke over the stacks?")
     assert unfolding and all(mine == round(neighbour * 0.99, 6) for mine, neighbour in unfolding)
     after = order("What happened next, after the smoke over the stacks?")  # one moment: the walked notes' share
