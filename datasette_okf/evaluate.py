@@ -13,6 +13,7 @@ from .retrieve import connection, context_for
 from .schema import read_meta
 
 TIERS = ("lookup", "synthesis", "temporal", "out")
+RECALL_AT = 5  # recall in the context's first notes too: how multi-hop retrieval is compared with dense top-5
 
 
 def parse_mode(spec: str) -> tuple[str, dict[str, Any]]:
@@ -47,9 +48,12 @@ def evaluate(db: Any, golden: list[dict[str, Any]], modes: list[str], **options:
             nodes = result["nodes"]
             required = q.get("required", [])
             found = [r for r in required if any(_matches(r, n) for n in nodes)]
+            first = nodes[:RECALL_AT]
             per_tier[q["tier"]].append({
                 "id": q["id"],
                 "recall": len(found) / len(required) if required else None,
+                "recall_at_5": (sum(any(_matches(r, n) for n in first) for r in required) / len(required)
+                                if required else None),
                 "hit1": bool(nodes) and any(_matches(r, nodes[0]) for r in required),
                 "notes": len(nodes),
                 "tokens": estimate_tokens(result["context"]) if result["confident"] else 0,
@@ -81,6 +85,7 @@ def _summary(tier: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "n": len(rows),
         "recall": _mean([r["recall"] for r in answered]),
+        "recall_at_5": _mean([r["recall_at_5"] for r in answered]),
         "hit1": _mean([float(r["hit1"]) for r in answered]),
         "notes": _mean([r["notes"] for r in rows]),
         "tokens": _mean([r["tokens"] for r in rows]),
@@ -116,16 +121,16 @@ def misses(report: dict[str, Any]) -> str:
 
 
 def as_table(report: dict[str, Any], markdown: bool = False) -> str:
-    header = ["mode", "tier", "n", "recall", "hit@1", "notes", "tokens", "out rejected", "answerable rejected",
-              "p50 ms"]
+    header = ["mode", "tier", "n", "recall", "recall@5", "hit@1", "notes", "tokens", "out rejected",
+              "answerable rejected", "p50 ms"]
     lines = []
     for spec, tiers in report["modes"].items():
         for tier in (*TIERS, "all"):
             if tier not in tiers:
                 continue
             s = tiers[tier]
-            cells = [spec, tier, s["n"], s["recall"], s["hit1"], s["notes"], s["tokens"], s.get("rejection_rate"),
-                     s.get("false_rejection_rate"), s["p50_ms"]]
+            cells = [spec, tier, s["n"], s["recall"], s["recall_at_5"], s["hit1"], s["notes"], s["tokens"],
+                     s.get("rejection_rate"), s.get("false_rejection_rate"), s["p50_ms"]]
             lines.append(["" if c is None else str(c) for c in cells])
     if markdown:
         out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]

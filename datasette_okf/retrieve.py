@@ -522,10 +522,33 @@ def bridge(query: Query, fused: list[dict[str, Any]], seeds: list[Seed]) -> list
               "n": BRIDGE_SEEDS}
     found = query.run("bridge", _bridge_sql(query.uses_vectors), params)
     query.know([row["id"] for row in found])
-    floor = min(s.rrf for s in seeds)
     return [Seed(row["id"], query.concepts[row["id"]]["path"], query.concepts[row["id"]]["title"],
-                 ranks={"title": row["title_rank"]}, rrf=round(floor * 0.9 ** (i + 1), 6), bridged_from=seeds[0].id)
-            for i, row in enumerate(found)]
+                 ranks={"title": row["title_rank"]}, rrf=score, bridged_from=seeds[0].id)
+            for row, score in zip(found, _bridged_scores(seeds, len(found)))]
+
+
+def _walk_strengths(seeds: list[Seed]) -> dict[str, float]:
+    """How much each seed's neighbours are worth to the walk and the budget: its score, but for a second-round note
+    the place below every first-round seed whatever its own place (_bridged_scores): it is a strong lead itself,
+    its neighbours are two steps from the question (lifting them too cost the example's linked-note tier 0.95 ->
+    0.90)."""
+    first = [s for s in seeds if not s.bridged_from]
+    strengths = {s.id: s.rrf for s in first}
+    floor = min(strengths.values(), default=0.0)
+    for i, seed in enumerate(s for s in seeds if s.bridged_from):
+        strengths[seed.id] = round(floor * 0.9 ** (i + 1), 6)
+    return strengths
+
+
+def _bridged_scores(seeds: list[Seed], count: int) -> list[float]:
+    """Where the second round's notes stand. When the question names its top seed by title, right after it: the
+    question is about that note's neighbour ("where was the director of A born?" — A's chunk names the director).
+    Otherwise below every first-round seed: a bridge from a note found only by its words is a weaker lead."""
+    if seeds[0].ranks.get("title") and len(seeds) > 1:
+        high, low = seeds[0].rrf, seeds[1].rrf
+        return [round(low + (high - low) * 0.5 ** (i + 1), 6) for i in range(count)]
+    floor = min(s.rrf for s in seeds)
+    return [round(floor * 0.9 ** (i + 1), 6) for i in range(count)]
 
 
 def pick_seeds(query: Query, fused: list[dict[str, Any]]) -> list[Seed]:
@@ -562,7 +585,7 @@ def walk(query: Query, seeds: list[Seed], fused: list[dict[str, Any]]) -> list[A
               "walk_options": json.dumps(walk_options), "rest": _rest_of(query.question, seeds, query),
               "question": query.question,
               **{f"{name}_weight": weight for name, weight in WALK_WEIGHTS.items()},
-              "seed_strengths": json.dumps({s.id: s.rrf for s in seeds}),
+              "seed_strengths": json.dumps(_walk_strengths(seeds)),
               "cap": options.cap if options.cap is not None else len(seeds)}
     rows = query.run("walk", _walk_sql(query.uses_vectors), params)
     walked = [Arrival(**{**json.loads(row["arrival"]), "seed": row["seed"]}, similarity=row["similarity"],
@@ -589,7 +612,7 @@ def offer(query: Query, seeds: list[Seed], walked: list[Arrival]) -> list[Node]:
     nodes = [Node(query.concepts[s.id], s.rrf, {"kind": "seed", "ranks": s.ranks, "resolved_from": s.resolved_from,
                                                  **({"bridged_from": s.bridged_from} if s.bridged_from else {})})
              for s in seeds]
-    strength = {s.id: s.rrf for s in seeds}
+    strength = _walk_strengths(seeds)
     nodes += [
         Node(query.concepts[w.id], round(strength[w.seed] * WALK_SHARE ** w.nth, 6),
              {"kind": "hop", "hop": w.hop, "from": w.via, "predicate": w.predicate, "edge_kind": w.kind,

@@ -157,6 +157,9 @@ def test_the_all_row_counts_rejections_of_out_of_bundle_questions_apart_from_fal
     assert tiers["all"]["rejection_rate"] == tiers["out"]["rejection_rate"] > 0
     assert tiers["all"]["false_rejection_rate"] == tiers["lookup"]["false_rejection_rate"]
     assert "false_rejection_rate" not in tiers["out"] and "rejection_rate" not in tiers["lookup"]
+    for row in evaluate(campaign_db, load_golden(GOLDEN), ["vector:10"])["modes"]["vector:10"]["per_question"].values():
+        if row["recall"] is not None:  # recall@5 reads the first five notes only: at most the whole context's
+            assert row["recall_at_5"] <= row["recall"]
 
 
 def test_cli_context_and_evaluate(campaign_db):
@@ -338,7 +341,17 @@ def test_a_second_round_through_the_top_seeds_best_chunk_adds_what_the_question_
     assert [row[0] for row in rows] == [s["id"] for s in bridged]
     assert [row[2] for row in rows] == sorted((row[2] for row in rows), reverse=True)  # nearest the question first
     assert not {s["id"] for s in bridged} & set(json.loads(params["known"]))  # none the first round found
-    assert max(s["rrf"] for s in bridged) < min(s["rrf"] for s in result["seeds"] if not s["bridged_from"])
+    first_round = [s for s in result["seeds"] if not s["bridged_from"]]
+    assert first_round[0]["ranks"]["title"]  # the question names Bert: what his note names comes right after it
+    scores = [first_round[0]["rrf"], *(s["rrf"] for s in bridged), first_round[1]["rrf"]]
+    assert scores == sorted(scores, reverse=True) and len(set(scores)) == len(scores)
+    assert [n["id"] for n in result["nodes"]][1] == bridged[0]["id"]
+    strengths = json.loads(result["params"]["walk"]["seed_strengths"])  # its neighbours stay a second-round lead's
+    assert all(strengths[s["id"]] < min(f["rrf"] for f in first_round) for s in bridged)
+    unnamed = context_for(campaign_db, "Who secretly pays off the harbour sergeants?")  # names no note
+    below = [s for s in unnamed["seeds"] if s["bridged_from"]]
+    assert below and not unnamed["seeds"][0]["ranks"]["title"]
+    assert max(s["rrf"] for s in below) < min(s["rrf"] for s in unnamed["seeds"] if not s["bridged_from"])
     nodes = {n["id"]: n for n in result["nodes"]}
     assert any("(second round, through" in nodes[s["id"]]["via"] for s in bridged if s["id"] in nodes)
     keyword = context_for(campaign_db, BERT, mode="keyword")
