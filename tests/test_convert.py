@@ -360,3 +360,21 @@ def test_real_vaults_report_what_the_build_reports(name, tmp_path):
     assert report.counts["missing_attachments"] == counts.get("missing-file", 0)
     assert report.counts["ambiguous_links"] == counts.get("ambiguous", 0)
     assert report.counts["notes"] == db["concepts"].count
+
+
+def test_a_statblock_link_is_converted_and_still_a_link(tmp_path):
+    """Fantasy Statblocks renders the links in a statblock's fields: converted, they stay links the build reads
+    (`[[Spider-Mount|Spider Mount]]` becomes a relative markdown link inside the same fence)."""
+    vault = write_bundle(tmp_path / "srd", {
+        "Bestiary/Spider-Mount.md": "---\ntype: beast\n---\nA spider the drow ride.\n",
+        "Bestiary/Drow-Cavalry.md": "---\ntype: humanoid\n---\n```statblock\nname: \"Drow Cavalry\"\ntraits:\n"
+                                    "    - desc: \"its mount acts (See [[Spider-Mount|Spider Mount]])\"\n```\n",
+    })
+    out = tmp_path / "out"
+    convert(vault, out)
+    cavalry = (out / "Bestiary" / "Drow-Cavalry.md").read_text()
+    assert "```statblock\n" in cavalry and '(See [Spider Mount](Spider-Mount.md))"\n```' in cavalry
+    build([vault], tmp_path / "vault.db", embed=False)
+    build([out], tmp_path / "out.db", embed=False)
+    assert pairs(tmp_path / "vault.db", "srd") == pairs(tmp_path / "out.db", "out") == {
+        ("Bestiary/Drow-Cavalry.md", "Bestiary/Spider-Mount.md")}
