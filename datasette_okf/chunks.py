@@ -63,52 +63,48 @@ def _clean_heading(text: str) -> str:
 def _pieces(text: str, max_words: int) -> list[str]:
     """Paragraphs packed greedily into pieces of at most `max_words` words; a code block cut in two is closed
     and reopened, so each piece reads as what it is."""
-    pieces: list[str] = []
-    current: list[str] = []
-    count = 0
-    for paragraph in re.split(r"\n[ \t]*\n", text):
-        for part in _parts(paragraph.strip("\n"), max_words):
-            words = len(part.split())
-            if not words:
-                continue
-            if count + words > max_words and current:
-                pieces.append("\n\n".join(current))
-                current, count = [], 0
-            current.append(part.strip("\n").rstrip())  # a code line's indent is its meaning
-            count += words
-    if current:
-        pieces.append("\n\n".join(current))
-    return _fences_closed(pieces)
+    parts = [part.rstrip() for paragraph in re.split(r"\n[ \t]*\n", text)
+             for part in _parts(paragraph.strip("\n"), max_words)]  # rstrip only: a code line's indent is its meaning
+    return _fences_closed(_packed(parts, max_words, "\n\n", cut=False))
 
 
 def _parts(paragraph: str, max_words: int) -> list[str]:
     """An over-long paragraph cut at its lines, as it is written (a table's or a statblock's lines, not one long
-    line of words), each part of a table led by the table's header row; a line longer than `max_words` is cut at
-    word boundaries."""
+    line of words), each part of a table led by the table's header row."""
     if len(paragraph.split()) <= max_words:
         return [paragraph]
     lines = paragraph.split("\n")
     header = lines[0] if lines[0].lstrip().startswith("|") and len(lines) > 1 else None
-    parts: list[str] = []
+    return _packed(lines, max_words, "\n", lead=header)
+
+
+def _packed(units: list[str], max_words: int, joiner: str, lead: str | None = None, cut: bool = True) -> list[str]:
+    """Units (paragraphs or lines) packed greedily, in order, into pieces of at most `max_words` words, joined by
+    `joiner`; with `cut`, a unit longer than that is cut at word boundaries (else it is a piece of its own: a
+    table's part is a few words over with its header), and a piece that continues an earlier one starts with
+    `lead` (a table's header)."""
+    pieces: list[str] = []
     current: list[str] = []
     count = 0
-    for line in lines:
-        words = line.split()
-        while len(words) > max_words:
+    for unit in units:
+        words = unit.split()
+        if not words:
+            continue
+        while cut and len(words) > max_words:
             if current:
-                parts.append("\n".join(current))
+                pieces.append(joiner.join(current))
                 current, count = [], 0
-            parts.append(" ".join(words[:max_words]))
+            pieces.append(" ".join(words[:max_words]))
             words = words[max_words:]
-            line = " ".join(words)
+            unit = " ".join(words)
         if count + len(words) > max_words and current:
-            parts.append("\n".join(current))
-            current, count = ([header], len(header.split())) if header and line != header else ([], 0)
-        current.append(line)
+            pieces.append(joiner.join(current))
+            current, count = ([lead], len(lead.split())) if lead and unit != lead else ([], 0)
+        current.append(unit)
         count += len(words)
     if current:
-        parts.append("\n".join(current))
-    return parts
+        pieces.append(joiner.join(current))
+    return pieces
 
 
 def _fences_closed(pieces: list[str]) -> list[str]:
