@@ -475,7 +475,7 @@ def _evidence(query: Query, fused: list[dict[str, Any]]) -> tuple[list[str], lis
     return titled, keyword, best
 
 
-BRIDGE_SEEDS = 2  # notes a second round may add below the first round's seeds
+BRIDGE_SEEDS = 2  # notes a second round may add to the first round's seeds
 BRIDGE_WORDS = 60  # of the bridge chunk, after the question (the whole chunk was measured: 13th Age 0.81 -> 0.76)
 # The second round: the notes the question and the top seed's best chunk name by title (a millisecond, where the
 # chunk's words through BM25 and KNN cost 100 ms at 10k notes) that the first round did not find, the one whose
@@ -507,7 +507,7 @@ def _bridge_sql(vectors: bool) -> str:
 def bridge(query: Query, fused: list[dict[str, Any]], seeds: list[Seed]) -> list[Seed]:
     """2b. Multi-hop without an LLM: the question and the top seed's best chunk (the bridge: it often names the
     entity the question is really about) are read for the names they hold; the notes the first round did not
-    find join below its seeds, nearest the question first (docs/design.md §2.8)."""
+    find join its seeds, nearest the question first (docs/design.md §2.8; where they stand: _bridged_scores)."""
     top = next(row for row in fused if row["id"] in (seeds[0].id, seeds[0].resolved_from))
     nearest = sorted(json.loads(top.get("chunk_distances") or "[]"), key=lambda pair: pair[1])
     row = query.conn.execute(
@@ -533,11 +533,9 @@ def _walk_strengths(seeds: list[Seed]) -> dict[str, float]:
     its neighbours are two steps from the question (lifting them too cost the example's linked-note tier 0.95 ->
     0.90)."""
     first = [s for s in seeds if not s.bridged_from]
-    strengths = {s.id: s.rrf for s in first}
-    floor = min(strengths.values(), default=0.0)
-    for i, seed in enumerate(s for s in seeds if s.bridged_from):
-        strengths[seed.id] = round(floor * 0.9 ** (i + 1), 6)
-    return strengths
+    bridged = [s for s in seeds if s.bridged_from]
+    return {**{s.id: s.rrf for s in first},
+            **{s.id: score for s, score in zip(bridged, _below_first_round(first, len(bridged)))}}
 
 
 def _bridged_scores(seeds: list[Seed], count: int) -> list[float]:
@@ -547,7 +545,12 @@ def _bridged_scores(seeds: list[Seed], count: int) -> list[float]:
     if seeds[0].ranks.get("title") and len(seeds) > 1:
         high, low = seeds[0].rrf, seeds[1].rrf
         return [round(low + (high - low) * 0.5 ** (i + 1), 6) for i in range(count)]
-    floor = min(s.rrf for s in seeds)
+    return _below_first_round(seeds, count)
+
+
+def _below_first_round(first: list[Seed], count: int) -> list[float]:
+    """`count` places just below the weakest first-round seed, each below the one before."""
+    floor = min((s.rrf for s in first), default=0.0)
     return [round(floor * 0.9 ** (i + 1), 6) for i in range(count)]
 
 
@@ -655,12 +658,14 @@ ends as (
   where edges.kind = 'sequence' and edges.src in (select id from members)
     and edges.dst not in (select id from members) and edges.dst not in (select id from gaps)
 ),
-adjacent as (  -- members already found next to each other: for a question about a stretch, each follows the other
-  select edges.dst as id, edges.src as after, null as before from edges
-  where edges.kind = 'sequence' and edges.src in (select id from members) and edges.dst in (select id from members)
+linked as (  -- members already found next to each other: for a question about a stretch, each follows the other
+  select src, dst from edges
+  where kind = 'sequence' and src in (select id from members) and dst in (select id from members)
+),
+adjacent as (
+  select dst as id, src as after, null as before from linked
   union
-  select edges.src, null, edges.dst from edges
-  where edges.kind = 'sequence' and edges.src in (select id from members) and edges.dst in (select id from members)
+  select src, null, dst from linked
 )
 select id, after, before, 'gap' as role from gaps
 union all
