@@ -51,11 +51,17 @@ _SPELLINGS = [
 
 def spellings(word: str) -> list[str]:
     """The word and its other spelling across the Atlantic, if it has one: harbour -> [harbour, harbor]."""
+    return list(_spellings(word))
+
+
+@functools.lru_cache(maxsize=4096)
+def _spellings(word: str) -> tuple[str, ...]:
+    """Cached: 16 patterns cost 15 µs a word, on every keyword statement of every question."""
     for pattern, replacement in _SPELLINGS:
         other = pattern.sub(replacement, word)
         if other != word:
-            return [word, other]
-    return [word]
+            return word, other
+    return (word,)
 
 
 def content_words(text: str) -> list[str]:
@@ -77,7 +83,7 @@ def _wanted(question: str) -> tuple[frozenset[str], dict[str, str]]:
     """The question's content words, stemmed, and every word form (either spelling) that stems to one of them,
     mapped to it (called per row: a note's text changes, the question does not)."""
     wanted = frozenset(_stem(w) for w in content_words(question))
-    forms = {form: stem for stem in wanted for spelling in spellings(stem) for form in _forms(spelling)}
+    forms = {form: stem for stem in wanted for spelling in _spellings(stem) for form in _forms(spelling)}
     return wanted, forms
 
 
@@ -121,7 +127,7 @@ def names(text: str) -> list[str]:
 
 def fts_query(text: str) -> str:
     """An FTS5 MATCH expression that no user text can break: content words, quoted, OR-ed."""
-    terms = [spelling for word in (content_words(text) or words(text))[:64] for spelling in spellings(word)]
+    terms = [spelling for word in (content_words(text) or words(text))[:64] for spelling in _spellings(word)]
     if not terms:
         return '""'  # matches nothing, and is valid syntax
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
