@@ -36,7 +36,7 @@ from .render import (
 )
 from .schema import check_format, read_meta, stored_model, vectors_progress
 from .sqlfunctions import prepare_connection
-from .titles import MAX_QUESTION, coverage, names, words
+from .titles import MAX_QUESTION, coverage, names, numbered, words
 
 T = TypeVar("T")
 RRF_K = 60
@@ -299,6 +299,8 @@ class Node:
         why = self.why
         if why["kind"] == "hop":
             return f"hop {why['hop']} via {why['from']} ({why['predicate']})"
+        if why["kind"] == "series" and why["role"] == "named":
+            return f"series: named by the question, in the series of {why['after']}"
         if why["kind"] == "series":
             return "series: " + ", ".join(f"{side} {why[side]}" for side in ("after", "before") if why[side])
         text = "seed: " + "+".join(name for name, rank in why["ranks"].items() if rank)
@@ -666,12 +668,38 @@ adjacent as (
   select dst as id, src as after, null as before from linked
   union
   select src, null, dst from linked
+),
+pairs as (  -- the [word, number] pairs the question names (titles.numbered): "session 9"
+  select value as pair, json_extract(value, '$[0]') as word, json_extract(value, '$[1]') as number
+  from json_each(:named)
+),
+unmet as (  -- those no found note answers
+  select pairs.* from pairs
+  where not exists (select 1 from members join concepts on concepts.id = members.id
+                    where pairs.number in (okf_number_after(concepts.title, pairs.word),
+                                           okf_number_after(concepts.path, pairs.word)))
+),
+whole(start, id) as (  -- every member of each found note's series, when the question names one that is not found
+  select id, id from members where exists (select 1 from unmet)
+  union
+  select whole.start, edges.dst from whole join edges on edges.src = whole.id and edges.kind = 'sequence'
+  union
+  select whole.start, edges.src from whole join edges on edges.dst = whole.id and edges.kind = 'sequence'
+),
+named as (  -- "Group 3's session 9" with session 10 found: "Campaign 3 - Session 09 - ..."
+  select distinct whole.id, whole.start as after, unmet.pair
+  from whole join concepts on concepts.id = whole.id
+  join unmet on unmet.number in (okf_number_after(concepts.title, unmet.word),
+                                 okf_number_after(concepts.path, unmet.word))
+  where whole.id not in (select id from members)
 )
-select id, after, before, 'gap' as role from gaps
+select id, after, before, 'gap' as role, null as pair from gaps
 union all
-select id, after, before, 'end' from ends where :ends
+select id, after, before, 'end', null from ends where :ends
 union all
-select id, after, before, 'adjacent' from adjacent where :ends
+select id, after, before, 'adjacent', null from adjacent where :ends
+union all
+select id, after, null, 'named', pair from named
 order by role desc, id"""
 SERIES_GAP = 3  # at most this many notes filled in between two members of one series
 # A question about how a stretch went (_UNFOLDING_QUESTION): a series' note next to a found one comes right after it
@@ -690,25 +718,35 @@ _UNFOLDING_QUESTION = re.compile(
 
 def series(query: Query, nodes: list[Node]) -> list[Node]:
     """3b. Time-aware series: the notes between two members of a series (session 6 and 9 found: 7 and 8 too), and,
-    when the question asks how things unfolded, the notes just before and after. One recursive statement over
+    when the question asks how things unfolded, the notes just before and after; and the members the question
+    names by number ("session 9"), right after the found member of their series. One recursive statement over
     the build's `sequence` edges."""
     ordered = bool(_UNFOLDING_QUESTION.search(query.question))
     score = {n.id: n.score for n in nodes}
     params = {"nodes": json.dumps(list(score)), "max_gap": SERIES_GAP + 1,
-              "ends": int(bool(_SEQUENCE_QUESTION.search(query.question)))}
+              "ends": int(bool(_SEQUENCE_QUESTION.search(query.question))),
+              "named": json.dumps(numbered(query.question))}
     rows = query.run("series", SERIES_SQL, params)
-    share = SERIES_SHARE if ordered else WALK_SHARE
     added: dict[str, Node] = {}
     for row in rows:
-        if row["id"] in added or row["role"] == "adjacent":
+        if row["role"] == "adjacent" or row["role"] == "named" and row is not _best_named(rows, row["pair"], score):
             continue
-        neighbours = [score[i] for i in (row["after"], row["before"]) if i in score]
+        share = SERIES_SHARE if ordered or row["role"] == "named" else WALK_SHARE
+        wanted = round(min(score[i] for i in (row["after"], row["before"]) if i in score) * share, 6)
+        if row["id"] in added and added[row["id"]].score >= wanted:
+            continue
         query.know([row["id"]])
-        added[row["id"]] = Node(query.concepts[row["id"]], round(min(neighbours) * share, 6),
+        added[row["id"]] = Node(query.concepts[row["id"]], wanted,
                                 {"kind": "series", "role": row["role"], "after": row["after"], "before": row["before"]})
     if ordered:  # sessions found next to each other, however they came, follow each other: 6, then 7, then 8
         _in_order(nodes, [(row["after"] or row["before"], row["id"]) for row in rows if row["role"] == "adjacent"])
     return _marked_stale(query, list(added.values()))
+
+
+def _best_named(rows: list[dict[str, Any]], pair: str, score: dict[str, float]) -> dict[str, Any]:
+    """Of the notes that answer one name ("session 9" in Campaign 1 and in Campaign 3), the one in the series of
+    the strongest note found: the other series' is another group's session."""
+    return max((row for row in rows if row["pair"] == pair), key=lambda row: score[row["after"]])
 
 
 def _in_order(nodes: list[Node], pairs: list[tuple[str, str]]) -> None:

@@ -21,7 +21,7 @@ from .graph import graph_expand, walk_arguments
 from .hamming import hamming_candidates
 from .markdown import slug
 from .schema import IS_LOG, MAX_FILE_BYTES, folder_of, load_sqlite_vec, stored_model
-from .titles import MAX_QUESTION, TitleIndex, coverage, fts_query, names
+from .titles import MAX_QUESTION, TitleIndex, coverage, fts_query, names, number_after
 
 MAX_NOTE = MAX_FILE_BYTES  # characters: the largest text a build stores (okf_slug and okf_coverage read them)
 MAX_WALK_ARGUMENT = 1024 * 1024  # characters of graph_expand's seeds or options JSON: 100 ids, or the tie_ranks
@@ -129,6 +129,8 @@ def prepare_connection(conn: Any) -> None:
              deterministic=True)
     register("okf_coverage", (2,), lambda question, text: coverage(as_text(question), as_text(text)),
              ("question", MAX_QUESTION), ("text", MAX_NOTE), deterministic=True)
+    register("okf_number_after", (2,), lambda title, word: number_after(as_text(title), as_text(word).casefold()),
+             ("title", MAX_NOTE), ("word", MAX_QUESTION), deterministic=True)
     register("okf_slug", (1,), lambda text: slug(as_text(text)), ("text", MAX_NOTE), deterministic=True)
     register("okf_folder", (1,), lambda concept_id: folder_of(None if concept_id is None else as_text(concept_id)),
              ("id", MAX_NOTE), deterministic=True)

@@ -8,9 +8,11 @@ title matches when its token sequence appears in the text's token sequence.
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 from collections import defaultdict
 from collections.abc import Iterable
+from typing import Any
 
 MAX_QUESTION = 2000  # characters: the longest question the JSON API, MCP and the SQL functions take
 _WORD = re.compile(r"\w+")
@@ -123,6 +125,33 @@ def names(text: str) -> list[str]:
             if len(part) >= 3 and folded not in STOPWORDS and folded not in _CALENDAR and not part.isdigit():
                 found.setdefault(part)
     return list(found)
+
+
+# "session 9", "sessions 6, 7 and 9", "chapter 12 to chapter 14": a word of at least three letters, then numbers
+_NUMBERED = re.compile(r"\b([^\W\d_]{3,})\s+(\d{1,6}(?:\s*(?:,|and|or|to|&|-|–)\s*\d{1,6})*)(?!\w)", re.IGNORECASE)
+
+
+def numbered(text: str) -> list[list[Any]]:
+    """The [word, number] pairs of `text` that can name a member of a series by number: "Group 3's session 9" ->
+    [["group", 3], ["session", 9]]; "sessions 6, 7 and 9" -> session 6, 7 and 9. The word is stemmed
+    ("sessions" -> "session"); stopwords ("at 0", "a 7") name nothing. Read against titles by number_after."""
+    pairs: dict[tuple[str, int], None] = {}
+    for match in _NUMBERED.finditer(text):
+        word = _stem(match[1].casefold())
+        if word not in STOPWORDS:
+            for number in re.findall(r"\d+", match[2]):
+                pairs.setdefault((word, int(number)))
+    return [[word, number] for word, number in pairs]
+
+
+def number_after(name: str, word: str) -> int | None:
+    """The number that follows `word` in `name` (a title, or a path: its file name), whatever its zeros or dashes:
+    ("…/Campaign 3 - Session 09 - When Memory Burns.md", "session") -> 9. None when no number follows the word."""
+    tokens = words(name.rsplit("/", 1)[-1].removesuffix(".md"))
+    for here, following in itertools.pairwise(tokens):
+        if following.isdigit() and _stem(here) == word:
+            return int(following)
+    return None
 
 
 def fts_query(text: str) -> str:

@@ -277,9 +277,10 @@ def test_a_series_is_filled_in_between_the_sessions_found_and_extended_when_the_
 
     conn = connection(campaign_db)
     found = json.dumps(["campaign/sessions/session-02", "campaign/sessions/session-04"])
-    rows = conn.execute(SERIES_SQL, {"nodes": found, "max_gap": 4, "ends": 0}).fetchall()
-    assert rows == [("campaign/sessions/session-03", "campaign/sessions/session-02", "campaign/sessions/session-04", "gap")]
-    rows = conn.execute(SERIES_SQL, {"nodes": found, "max_gap": 4, "ends": 1}).fetchall()
+    rows = conn.execute(SERIES_SQL, {"nodes": found, "max_gap": 4, "ends": 0, "named": "[]"}).fetchall()
+    assert rows == [("campaign/sessions/session-03", "campaign/sessions/session-02", "campaign/sessions/session-04", "gap",
+                     None)]
+    rows = conn.execute(SERIES_SQL, {"nodes": found, "max_gap": 4, "ends": 1, "named": "[]"}).fetchall()
     assert {(row[0], row[3]) for row in rows} == {("campaign/sessions/session-03", "gap"),
                                                    ("campaign/sessions/session-01", "end"),
                                                    ("campaign/sessions/session-05", "end")}
@@ -305,8 +306,8 @@ def test_a_question_about_how_a_stretch_went_takes_the_next_session_right_after_
     from datasette_okf.retrieve import SERIES_SQL, Node, _in_order
 
     found = json.dumps(["campaign/sessions/session-02", "campaign/sessions/session-03"])
-    rows = connection(campaign_db).execute(SERIES_SQL, {"nodes": found, "max_gap": 4, "ends": 1}).fetchall()
-    assert {row for row in rows if row[3] == "adjacent"} == {
+    rows = connection(campaign_db).execute(SERIES_SQL, {"nodes": found, "max_gap": 4, "ends": 1, "named": "[]"}).fetchall()
+    assert {row[:4] for row in rows if row[3] == "adjacent"} == {
         ("campaign/sessions/session-03", "campaign/sessions/session-02", None, "adjacent"),
         ("campaign/sessions/session-02", None, "campaign/sessions/session-03", "adjacent")}
     # session 6 a seed, 7 walked from it, 8 walked from elsewhere at a quarter: 7 and 8 follow 6, in order
@@ -318,6 +319,43 @@ def test_a_question_about_how_a_stretch_went_takes_the_next_session_right_after_
     assert unfolding and all(mine == round(neighbour * 0.99, 6) for mine, neighbour in unfolding)
     after = order("What happened next, after the smoke over the stacks?")  # one moment: the walked notes' share
     assert after and all(mine == round(neighbour * 0.5, 6) for mine, neighbour in after)
+
+
+def test_a_session_the_question_names_by_number_comes_from_the_series_it_found(tmp_path):
+    """"In Group 3's session 9 …": the vault's titles say "When Memory Burns", its file names "Campaign 3 - Session
+    09 - …", and the question's words found session 10. Session 9 comes right after it, named by the question
+    (Thellade: it was the missing half of a linked-note question); another campaign's session 9 does not."""
+    from datasette_okf.retrieve import SERIES_SQL, _best_named
+    from datasette_okf.store import build
+
+    from .conftest import write_bundle
+
+    titles = {8: "Bonds Forged in Silence", 9: "When Memory Burns", 10: "Glyphs and Chains", 11: "Ashes Again"}
+    files = {f"Sessions/Campaign {c}/Campaign {c} - Session {n:02d} - {t}.md":
+             f"---\ntitle: {t}\n---\n{'Group 3 broke the glyph chains.' if (c, n) == (3, 10) else 'Everyone slept at the old inn.'}\n"
+             for c in (3, 4) for n, t in titles.items()}
+    build([write_bundle(tmp_path / "vault", files)], tmp_path / "v.db", embed=False)
+    result = context_for(tmp_path / "v.db", "In Group 3's session 9, who broke the glyph chains?", mode="keyword")
+    score = {n["id"]: n["score"] for n in result["nodes"]}
+    found, named = "vault/Sessions/Campaign 3/Campaign 3 - Session 10 - Glyphs and Chains", \
+        "vault/Sessions/Campaign 3/Campaign 3 - Session 09 - When Memory Burns"
+    assert score[named] == round(score[found] * 0.99, 6)
+    assert next(n["via"] for n in result["nodes"] if n["id"] == named) == f"series: named by the question, in the series of {found}"
+    assert not any("Campaign 4 - Session 09" in node_id for node_id in score)
+    assert json.loads(result["params"]["series"]["named"]) == [["group", 3], ["session", 9]]
+    def named(found_ids, pairs):
+        params = {**result["params"]["series"], "nodes": json.dumps(found_ids), "named": json.dumps(pairs)}
+        rows = connection(tmp_path / "v.db").execute(SERIES_SQL, params).fetchall()
+        return sorted((row[0].rsplit("/", 1)[1][:23], row[1].rsplit("/", 1)[1][:23]) for row in rows if row[3] == "named")
+
+    c3s10, c4s11 = found, "vault/Sessions/Campaign 4/Campaign 4 - Session 11 - Ashes Again"
+    assert named([c3s10], []) == []  # nothing named, nothing looked up
+    # each series found answers "session 9" (series() keeps the one of the strongest note found)
+    assert named([c3s10, c4s11], [["session", 9]]) == [("Campaign 3 - Session 09", "Campaign 3 - Session 10"),
+                                                        ("Campaign 4 - Session 09", "Campaign 4 - Session 11")]
+    assert named([c3s10, c4s11], [["session", 10]]) == []  # a note found answers it: no other group's session 10
+    rows = [{"pair": '["session", 9]', "after": c3s10, "id": "a"}, {"pair": '["session", 9]', "after": c4s11, "id": "b"}]
+    assert _best_named(rows, '["session", 9]', {c3s10: 0.01, c4s11: 0.03})["id"] == "b"
 
 
 def test_the_log_answers_history_questions_with_its_dated_entry(campaign_db):

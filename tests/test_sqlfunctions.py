@@ -60,6 +60,7 @@ QUESTION_ARGUMENTS = {
     "okf_fts_query": "select okf_fts_query(?)",
     "okf_coverage question": "select okf_coverage(?, 'the harbour council')",
     "okf_embed": "select okf_embed(?)",
+    "okf_number_after word": "select coalesce(okf_number_after('Session 9', ?), -1)",
 }
 
 
@@ -75,6 +76,7 @@ def test_a_question_argument_takes_2000_characters_and_not_one_more(conn, sql):
 NOTE_ARGUMENTS = {
     "okf_slug": "select okf_slug(?)",
     "okf_coverage text": "select okf_coverage('harbour council', ?)",
+    "okf_number_after name": "select coalesce(okf_number_after(?, 'session'), -1)",
 }
 
 

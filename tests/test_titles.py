@@ -2,7 +2,16 @@
 
 import pytest
 
-from datasette_okf.titles import TitleIndex, content_words, coverage, fts_query, names, spellings
+from datasette_okf.titles import (
+    TitleIndex,
+    content_words,
+    coverage,
+    fts_query,
+    names,
+    number_after,
+    numbered,
+    spellings,
+)
 
 INDEX = TitleIndex([("ai", "AI"), ("go", "Go"), ("gulls", "Black Gulls"), ("gulls", "The Gull Queen"),
                     ("lilu", "Lilu (mythology)"), ("the", "The")])
@@ -88,3 +97,21 @@ def test_names_are_the_capitalised_words_that_do_not_start_a_sentence():
     assert names('In "Bon Cop, Bad Cop", did Hugo Rodríguez-Romero play?') == ["Bon", "Cop", "Bad", "Hugo", "Rodríguez", "Romero"]
     assert names("Is it GA4's table, or O'Neill's, or the DM's?") == ["GA4", "Neill"]  # 3+ letters, no stopwords
     assert names("What changed on 30 June 2026, a Monday?") == []  # notes write dates as numbers
+
+
+def test_a_question_names_series_members_by_word_and_number():
+    """"Group 3's session 9", "sessions 6, 7 and 9": what the series stage looks for in the series it found."""
+    assert numbered("In Group 3's session 9 every party member claimed a pin") == [["group", 3], ["session", 9]]
+    assert numbered("How did the name surface over sessions 6, 7 and 9?") == [["session", 6], ["session", 7],
+                                                                              ["session", 9]]
+    assert numbered("from chapter 8 to chapter 10") == [["chapter", 8], ["chapter", 10]]
+    assert numbered("the escalation die is at 4; it rolls a 6; a 24-damage bite") == []  # stopwords name nothing
+
+
+def test_the_number_after_a_word_is_read_from_a_title_or_a_file_name_whatever_its_zeros():
+    path = "Session Notes/03 Campaign 03/Campaign 3 - Session 09 - When Memory Burns.md"
+    assert number_after(path, "session") == 9
+    assert number_after(path, "campaign") == 3  # the file name's, never the folder's "Campaign 03"
+    assert number_after("Campaign 4 -Session 06 - Whispers", "session") == 6
+    assert number_after("When Memory Burns", "session") is None
+    assert number_after("Session Zero", "session") is None
