@@ -181,13 +181,18 @@ class TitleIndex:
         A weak name — only numbers, or one character — is never matched: in a question it is nearly always
         part of something else ("Group 1's notes", "sessions 6 to 8" name no note called "1" or "8"). Such
         notes still come by their words and their meaning (BM25, vectors)."""
-        tokens = words(text)
+        folded = text.casefold()
+        spans = [(match.start(), match.end()) for match in _WORD.finditer(folded)]
+        tokens = [folded[a:b] for a, b in spans]
         hits: list[tuple[int, int, str, str]] = []
         for start, token in enumerate(tokens):
             for n in self.lengths.get(token, ()):
+                if start + n > len(tokens):
+                    continue
                 key = tuple(tokens[start : start + n])
                 ids = self.by_tokens.get(key)
-                if ids and not (skip and key in skip):
+                if ids and not (skip and key in skip) and not _inside_compound(folded, spans[start][0],
+                                                                               spans[start + n - 1][1]):
                     for concept_id in sorted(ids):
                         hits.append((-n, start, concept_id, " ".join(key)))
         seen: set[str] = set()
@@ -197,6 +202,12 @@ class TitleIndex:
                 seen.add(concept_id)
                 found.append((concept_id, name))
         return found
+
+
+def _inside_compound(text: str, start: int, end: int) -> bool:
+    """text[start:end] is only part of a hyphenated word: "free" in "free-form", "orc" in "half-orc"."""
+    return (start >= 2 and text[start - 1] == "-" and text[start - 2].isalnum()) or \
+        (end + 1 < len(text) and text[end] == "-" and text[end + 1].isalnum())
 
 
 def _weak(tokens: tuple[str, ...]) -> bool:

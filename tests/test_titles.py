@@ -80,6 +80,19 @@ def test_fts_query_survives_any_text(text):
     db.execute("select * from t where t match ?", [fts_query(text)]).fetchall()
 
 
+def test_a_name_is_not_matched_inside_a_hyphenated_word():
+    """13th Age has notes called "Free" and "Damage": "cast spells for free-form effects" and "the 24-damage bite"
+    name neither. A hyphenated name, or a name written whole, still matches; so does a name at the end of the text."""
+    index = TitleIndex([("free", "Free"), ("orc", "Orc"), ("half-orcs", "Half-Orcs"), ("damage", "Damage"),
+                        ("hp", "Hit Points"), ("lh", "Old Lighthouse"), ("keeper", "Old Lighthouse Keeper Hut")])
+    assert index.find("She casts spells for free-form effects past a half-orc") == []
+    assert index.find("The bear with the 24-damage bite") == []
+    assert index.find("Is it a free action? Two half-orcs and an orc") == [("half-orcs", "half orcs"),
+                                                                          ("free", "free"), ("orc", "orc")]
+    assert index.find("How many hit-points are left after the damage") == [("hp", "hit points"), ("damage", "damage")]
+    assert index.find("Who lives at the old lighthouse") == [("lh", "old lighthouse")]
+
+
 def test_a_name_that_is_only_a_number_or_one_letter_is_never_matched():
     """Thellade has year notes called 1, -1, 8 and 212: "Group 1's prep notes" or "sessions 6 to 8" must not seed
     them. They still come by BM25 and vectors."""
