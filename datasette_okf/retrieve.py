@@ -679,19 +679,28 @@ unmet as (  -- those no found note answers
                     where pairs.number in (okf_number_after(concepts.title, pairs.word),
                                            okf_number_after(concepts.path, pairs.word)))
 ),
-whole(start, id) as (  -- every member of each found note's series, when the question names one that is not found
-  select id, id from members where exists (select 1 from unmet)
-  union
-  select whole.start, edges.dst from whole join edges on edges.src = whole.id and edges.kind = 'sequence'
-  union
-  select whole.start, edges.src from whole join edges on edges.dst = whole.id and edges.kind = 'sequence'
+reach(start, id, steps, direction) as (  -- each found note's series, SERIES_REACH notes either way, when named
+  select id, id, 0, 1 from members where exists (select 1 from unmet)
+  union all
+  select id, id, 0, -1 from members where exists (select 1 from unmet)
+  union all
+  select reach.start, edges.dst, reach.steps + 1, 1 from reach
+  join edges on edges.src = reach.id and edges.kind = 'sequence'
+  where reach.direction = 1 and reach.steps < :reach
+  union all
+  select reach.start, edges.src, reach.steps + 1, -1 from reach
+  join edges on edges.dst = reach.id and edges.kind = 'sequence'
+  where reach.direction = -1 and reach.steps < :reach
 ),
-named as (  -- "Group 3's session 9" with session 10 found: "Campaign 3 - Session 09 - ..."
-  select distinct whole.id, whole.start as after, unmet.pair
-  from whole join concepts on concepts.id = whole.id
-  join unmet on unmet.number in (okf_number_after(concepts.title, unmet.word),
-                                 okf_number_after(concepts.path, unmet.word))
-  where whole.id not in (select id from members)
+answering as materialized (  -- "Campaign 3 - Session 09 - ..." answers "session 9", whatever its zeros
+  select concepts.id, unmet.pair
+  from (select distinct id from reach where id not in (select id from members)) as reached
+  join concepts on concepts.id = reached.id
+  join unmet on instr(lower(concepts.title || ' ' || concepts.path), unmet.word)
+    and unmet.number in (okf_number_after(concepts.title, unmet.word), okf_number_after(concepts.path, unmet.word))
+),
+named as (
+  select distinct reach.id, reach.start as after, answering.pair from reach join answering on answering.id = reach.id
 )
 select id, after, before, 'gap' as role, null as pair from gaps
 union all
@@ -702,6 +711,7 @@ union all
 select id, after, null, 'named', pair from named
 order by role desc, id"""
 SERIES_GAP = 3  # at most this many notes filled in between two members of one series
+SERIES_REACH = 20  # notes either way of a found one where a member the question names by number is looked for
 # A question about how a stretch went (_UNFOLDING_QUESTION): a series' note next to a found one comes right after it
 # (its score nearly the found one's), not with the walked notes at half of it: "sessions 6 to 8" needs 7 and 8.
 SERIES_SHARE = 0.99
@@ -725,7 +735,7 @@ def series(query: Query, nodes: list[Node]) -> list[Node]:
     score = {n.id: n.score for n in nodes}
     params = {"nodes": json.dumps(list(score)), "max_gap": SERIES_GAP + 1,
               "ends": int(bool(_SEQUENCE_QUESTION.search(query.question))),
-              "named": json.dumps(numbered(query.question))}
+              "named": json.dumps(numbered(query.question)), "reach": SERIES_REACH}
     rows = query.run("series", SERIES_SQL, params)
     added: dict[str, Node] = {}
     for row in rows:

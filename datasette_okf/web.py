@@ -252,6 +252,8 @@ def why_parts(why: dict[str, Any], via: str, titles: dict[str, str]) -> list[tup
     kind = why.get("kind")
     if kind == "hop":
         return [(f"hop {why['hop']} via ", None), note(why["from"]), (f" ({why['predicate']})", None)]
+    if kind == "series" and why.get("role") == "named":
+        return [("series: named by the question, in the series of ", None), note(why["after"])]
     if kind == "series":
         parts: list[tuple[str, str | None]] = [("series: ", None)]
         for side in ("after", "before"):

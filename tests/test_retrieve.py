@@ -277,10 +277,10 @@ def test_a_series_is_filled_in_between_the_sessions_found_and_extended_when_the_
 
     conn = connection(campaign_db)
     found = json.dumps(["campaign/sessions/session-02", "campaign/sessions/session-04"])
-    rows = conn.execute(SERIES_SQL, {"nodes": found, "max_gap": 4, "ends": 0, "named": "[]"}).fetchall()
+    rows = conn.execute(SERIES_SQL, {"nodes": found, "max_gap": 4, "ends": 0, "named": "[]", "reach": 20}).fetchall()
     assert rows == [("campaign/sessions/session-03", "campaign/sessions/session-02", "campaign/sessions/session-04", "gap",
                      None)]
-    rows = conn.execute(SERIES_SQL, {"nodes": found, "max_gap": 4, "ends": 1, "named": "[]"}).fetchall()
+    rows = conn.execute(SERIES_SQL, {"nodes": found, "max_gap": 4, "ends": 1, "named": "[]", "reach": 20}).fetchall()
     assert {(row[0], row[3]) for row in rows} == {("campaign/sessions/session-03", "gap"),
                                                    ("campaign/sessions/session-01", "end"),
                                                    ("campaign/sessions/session-05", "end")}
@@ -306,7 +306,7 @@ def test_a_question_about_how_a_stretch_went_takes_the_next_session_right_after_
     from datasette_okf.retrieve import SERIES_SQL, Node, _in_order
 
     found = json.dumps(["campaign/sessions/session-02", "campaign/sessions/session-03"])
-    rows = connection(campaign_db).execute(SERIES_SQL, {"nodes": found, "max_gap": 4, "ends": 1, "named": "[]"}).fetchall()
+    rows = connection(campaign_db).execute(SERIES_SQL, {"nodes": found, "max_gap": 4, "ends": 1, "named": "[]", "reach": 20}).fetchall()
     assert {row[:4] for row in rows if row[3] == "adjacent"} == {
         ("campaign/sessions/session-03", "campaign/sessions/session-02", None, "adjacent"),
         ("campaign/sessions/session-02", None, "campaign/sessions/session-03", "adjacent")}
@@ -343,8 +343,9 @@ def test_a_session_the_question_names_by_number_comes_from_the_series_it_found(t
     assert next(n["via"] for n in result["nodes"] if n["id"] == named) == f"series: named by the question, in the series of {found}"
     assert not any("Campaign 4 - Session 09" in node_id for node_id in score)
     assert json.loads(result["params"]["series"]["named"]) == [["group", 3], ["session", 9]]
-    def named(found_ids, pairs):
-        params = {**result["params"]["series"], "nodes": json.dumps(found_ids), "named": json.dumps(pairs)}
+    def named(found_ids, pairs, reach=20):
+        params = {**result["params"]["series"], "nodes": json.dumps(found_ids), "named": json.dumps(pairs),
+                  "reach": reach}
         rows = connection(tmp_path / "v.db").execute(SERIES_SQL, params).fetchall()
         return sorted((row[0].rsplit("/", 1)[1][:23], row[1].rsplit("/", 1)[1][:23]) for row in rows if row[3] == "named")
 
@@ -354,6 +355,8 @@ def test_a_session_the_question_names_by_number_comes_from_the_series_it_found(t
     assert named([c3s10, c4s11], [["session", 9]]) == [("Campaign 3 - Session 09", "Campaign 3 - Session 10"),
                                                         ("Campaign 4 - Session 09", "Campaign 4 - Session 11")]
     assert named([c3s10, c4s11], [["session", 10]]) == []  # a note found answers it: no other group's session 10
+    assert named([c3s10], [["session", 8]], reach=1) == []  # two notes away: past the reach
+    assert named([c3s10], [["session", 8]], reach=2) == [("Campaign 3 - Session 08", "Campaign 3 - Session 10")]
     rows = [{"pair": '["session", 9]', "after": c3s10, "id": "a"}, {"pair": '["session", 9]', "after": c4s11, "id": "b"}]
     assert _best_named(rows, '["session", 9]', {c3s10: 0.01, c4s11: 0.03})["id"] == "b"
 

@@ -345,3 +345,13 @@ def test_mutable_files_get_no_cache_headers_and_private_answers_stay_private(imm
     refused = get(private, f"/-/context_for.json?q={QUESTION}&db=campaign",
                   **{"If-None-Match": allowed.headers["etag"]})
     assert refused.status_code == 403
+
+
+def test_a_series_note_the_question_named_says_so_on_the_page():
+    """"In Group 3's session 9 …": session 9 came because the question named it, not as session 10's neighbour."""
+    from datasette_okf.web import why_parts
+
+    why = {"kind": "series", "role": "named", "after": "v/Campaign 3 - Session 10", "before": None}
+    parts = why_parts(why, "", {"v/Campaign 3 - Session 10": "Glyphs, Chains, and Shadows"})
+    assert "".join(text for text, _ in parts) == "series: named by the question, in the series of Glyphs, Chains, and Shadows"
+    assert ("Glyphs, Chains, and Shadows", "v/Campaign 3 - Session 10") in parts  # linked, the id on hover
