@@ -407,6 +407,14 @@ def test_the_gate_weighs_the_same_evidence_in_every_mode(campaign_db):
         assert len(set(verdicts.values())) == 1, (question, verdicts)
 
 
+def test_a_hedged_question_about_the_setting_is_answered_in_every_mode(campaign_db):
+    """The example's q06, refused before in every mode: "roughly" counted as a word Port Vell lacks."""
+    for mode in MODES:
+        result = context_for(campaign_db, "Roughly how many people live in the city where the campaign is set?", mode=mode)
+        assert result["confident"] and "covers 60%" in result["reason"], mode
+        assert "campaign/places/port-vell" in [n["id"] for n in result["nodes"]], mode
+
+
 def test_a_name_no_note_mentions_is_rejected_in_every_mode_unless_a_title_is_named(campaign_db):
     """Out-of-bundle questions share the bundle's words ("monsters", "harbour") but name something it does not
     know; a capitalised title the question names still vouches for it (a typo, another spelling elsewhere)."""

@@ -128,3 +128,12 @@ def test_the_number_after_a_word_is_read_from_a_title_or_a_file_name_whatever_it
     assert number_after("Campaign 4 -Session 06 - Whispers", "session") == 6
     assert number_after("When Memory Burns", "session") is None
     assert number_after("Session Zero", "session") is None
+
+
+def test_how_a_question_hedges_is_not_what_it_asks_about():
+    """"Roughly how many people live in the city where the campaign is set?": the example's Port Vell says city,
+    campaign and set, 3 of 6 words with "roughly" counted, which the gate's "more than half" refused."""
+    assert content_words("Roughly how many people live in the city?") == ["people", "live", "city"]
+    assert content_words("Exactly when, approximately, and please briefly") == []
+    assert coverage("Roughly how many people live in the city where the campaign is set?",
+                    "A harbour city where the campaign is set.") == 0.6
