@@ -673,11 +673,15 @@ pairs as (  -- the [word, number] pairs the question names (titles.numbered): "s
   select value as pair, json_extract(value, '$[0]') as word, json_extract(value, '$[1]') as number
   from json_each(:named)
 ),
-unmet as (  -- those no found note answers
+found_numbers as materialized (  -- the numbers the notes found carry after each of those words
+  select words.word, okf_number_after(concepts.title, words.word) as in_title,
+    okf_number_after(concepts.path, words.word) as in_path
+  from members join concepts on concepts.id = members.id join (select distinct word from pairs) as words
+),
+unmet as (  -- the pairs no note found answers
   select pairs.* from pairs
-  where not exists (select 1 from members join concepts on concepts.id = members.id
-                    where pairs.number in (okf_number_after(concepts.title, pairs.word),
-                                           okf_number_after(concepts.path, pairs.word)))
+  where not exists (select 1 from found_numbers
+                    where found_numbers.word = pairs.word and pairs.number in (in_title, in_path))
 ),
 reach(start, id, steps, direction) as (  -- each found note's series, SERIES_REACH notes either way, when named
   select id, id, 0, 1 from members where exists (select 1 from unmet)
@@ -692,15 +696,17 @@ reach(start, id, steps, direction) as (  -- each found note's series, SERIES_REA
   join edges on edges.dst = reach.id and edges.kind = 'sequence'
   where reach.direction = -1 and reach.steps < :reach
 ),
-answering as materialized (  -- "Campaign 3 - Session 09 - ..." answers "session 9", whatever its zeros
-  select concepts.id, unmet.pair
+reached_numbers as materialized (  -- "Campaign 3 - Session 09 - ..." carries 9 after "session", whatever its zeros
+  select concepts.id, words.word, okf_number_after(concepts.title, words.word) as in_title,
+    okf_number_after(concepts.path, words.word) as in_path
   from (select distinct id from reach where id not in (select id from members)) as reached
   join concepts on concepts.id = reached.id
-  join unmet on instr(lower(concepts.title || ' ' || concepts.path), unmet.word)
-    and unmet.number in (okf_number_after(concepts.title, unmet.word), okf_number_after(concepts.path, unmet.word))
+  join (select distinct word from unmet) as words on instr(lower(concepts.title || ' ' || concepts.path), words.word)
 ),
 named as (
-  select distinct reach.id, reach.start as after, answering.pair from reach join answering on answering.id = reach.id
+  select distinct reach.id, reach.start as after, unmet.pair
+  from reach join reached_numbers on reached_numbers.id = reach.id
+  join unmet on unmet.word = reached_numbers.word and unmet.number in (in_title, in_path)
 )
 select id, after, before, 'gap' as role, null as pair from gaps
 union all

@@ -129,6 +129,7 @@ def names(text: str) -> list[str]:
     return list(found)
 
 
+MAX_NUMBERED = 16  # pairs read from one question: a question names a few sessions, not hundreds
 # "session 9", "sessions 6, 7 and 9", "chapter 12 to chapter 14": a word of at least three letters, then numbers
 _NUMBERED = re.compile(r"\b([^\W\d_]{3,})\s+(\d{1,6}(?:\s*(?:,|and|or|to|&|-|–)\s*\d{1,6})*)(?!\w)", re.IGNORECASE)
 
@@ -143,7 +144,7 @@ def numbered(text: str) -> list[list[Any]]:
         if word not in STOPWORDS:
             for number in re.findall(r"\d+", match[2]):
                 pairs.setdefault((word, int(number)))
-    return [[word, number] for word, number in pairs]
+    return [[word, number] for word, number in pairs][:MAX_NUMBERED]
 
 
 def number_after(name: str, word: str) -> int | None:

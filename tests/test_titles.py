@@ -119,6 +119,8 @@ def test_a_question_names_series_members_by_word_and_number():
                                                                               ["session", 9]]
     assert numbered("from chapter 8 to chapter 10") == [["chapter", 8], ["chapter", 10]]
     assert numbered("the escalation die is at 4; it rolls a 6; a 24-damage bite") == []  # stopwords name nothing
+    many = numbered("sessions " + ", ".join(map(str, range(400))))  # each pair is a look along the series
+    assert many == [["session", n] for n in range(16)]
 
 
 def test_the_number_after_a_word_is_read_from_a_title_or_a_file_name_whatever_its_zeros():
