@@ -35,6 +35,23 @@ def _matches(required: str, node: dict[str, Any]) -> bool:
     return required in (node["path"], node["id"]) or node["id"].endswith("/" + required.removesuffix(".md"))
 
 
+NEVER_OFFERED_SQL = """select is_index, is_stub from concepts
+where path = :required or id = :required or id like '%/' || :stem or id = :stem"""
+
+
+def _never_offered(conn: Any, required: str) -> str | None:
+    """Why no mode can bring a required note, when that is so: it is not in the database, or retrieval never
+    offers it (an unfilled template, an index node). A golden set's author can then fix the note or the set."""
+    rows = conn.execute(NEVER_OFFERED_SQL, {"required": required, "stem": required.removesuffix(".md")}).fetchall()
+    if not rows:
+        return "no such note in this database"
+    if all(is_stub for _, is_stub in rows):
+        return "an unfilled template (is_stub): never a seed nor a walked note, only passed through"
+    if all(is_index for is_index, _ in rows):
+        return "an index node: never a seed nor a walked note"
+    return None
+
+
 def evaluate(db: Any, golden: list[dict[str, Any]], modes: list[str], **options: Any) -> dict[str, Any]:
     """Per mode and tier: recall, hit@1, mean notes and tokens in context, rejection rates, latency."""
     conn = connection(db)
@@ -48,6 +65,7 @@ def evaluate(db: Any, golden: list[dict[str, Any]], modes: list[str], **options:
             nodes = result["nodes"]
             required = q.get("required", [])
             found = [r for r in required if any(_matches(r, n) for n in nodes)]
+            missed = [r for r in required if r not in found]
             first = nodes[:RECALL_AT]
             per_tier[q["tier"]].append({
                 "id": q["id"],
@@ -59,7 +77,8 @@ def evaluate(db: Any, golden: list[dict[str, Any]], modes: list[str], **options:
                 "tokens": estimate_tokens(result["context"]) if result["confident"] else 0,
                 "rejected": not result["confident"],
                 "ms": result["timings_ms"]["total"],
-                "missed": [r for r in required if r not in found],
+                "missed": missed,
+                "missed_why": {r: why for r in missed if (why := _never_offered(conn, r))},
                 "tier": q["tier"],
                 "question": q["question"],
                 "got": [{"id": n["id"], "via": n["via"]} for n in nodes],
@@ -113,7 +132,8 @@ def misses(report: dict[str, Any]) -> str:
             elif r["tier"] == "out":
                 lines.append(f"  answered, though the bundle does not hold the answer ({r['reason']})")
             for path in r["missed"]:
-                lines.append(f"  missed: {path}")
+                why = r.get("missed_why", {}).get(path)
+                lines.append(f"  missed: {path}" + (f" — {why}" if why else ""))
             for node in r["got"]:
                 lines.append(f"  got: {node['id']} — {node['via']}")
         lines.append("")

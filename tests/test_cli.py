@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from datasette_okf.schema import FORMAT_VERSION, file_kind
 
-from .conftest import write_bundle
+from .conftest import ROOT, write_bundle
 
 
 def run(*args):
@@ -298,5 +298,23 @@ def test_evaluate_by_question_lists_each_miss_and_the_calibration(tmp_path, camp
                                       "--by-question"])
     assert result.exit_code == 0, result.output
     assert "## hybrid: 1 of 3 questions missed" in result.output
-    assert "miss (lookup): Who does the Tinker work for?\n  missed: places/nowhere.md\n  got: campaign/people/teodor-vask — seed:" in result.output
+    assert ("miss (lookup): Who does the Tinker work for?\n  missed: places/nowhere.md — no such note in this database\n"
+            "  got: campaign/people/teodor-vask — seed:") in result.output
     assert "Gate: vector threshold" in result.output and "off-topic questions" in result.output
+
+
+def test_evaluate_by_question_says_when_a_missed_note_is_one_retrieval_never_offers(tmp_path):
+    """Thellade's "The Pactbound Flame" is an unfilled template: no mode can bring it, and the miss says so, so a
+    golden set's author fixes the note or the question instead of tuning retrieval."""
+    from datasette_okf.store import build
+
+    build([ROOT / "tests" / "fixtures" / "plugins"], tmp_path / "p.db", embed=False)
+    golden = tmp_path / "golden.json"
+    golden.write_text(json.dumps([{"id": "stub", "tier": "lookup", "question": "What is Eastport, the settlement, like?",
+                                   "required": ["01 World/06 Settlements/Eastport.md"]}]))
+    result = CliRunner().invoke(cli, ["okf", "evaluate", str(tmp_path / "p.db"), str(golden), "--modes", "keyword",
+                                      "--by-question", "--format", "markdown"])
+    assert result.exit_code == 0, result.output
+    assert ("missed: 01 World/06 Settlements/Eastport.md — an unfilled template (is_stub): never a seed nor a walked "
+            "note, only passed through") in result.output
+
