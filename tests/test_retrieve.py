@@ -361,6 +361,28 @@ def test_a_session_the_question_names_by_number_comes_from_the_series_it_found(t
     assert _best_named(rows, '["session", 9]', {c3s10: 0.01, c4s11: 0.03})["id"] == "b"
 
 
+def test_the_frontmatter_links_of_the_note_asked_about_reach_the_llm_as_facts(tmp_path):
+    """A vault keeps what an NPC belongs to in frontmatter ("organization: [[The Sable Accord]]"), which the note's
+    text need not say: the first note's first PROPERTY_FACTS links come as fact lines; other notes' do not (all of
+    them cost Thellade's temporal tier 0.949 -> 0.808 within the budget)."""
+    from datasette_okf.retrieve import PROPERTY_FACTS
+    from datasette_okf.store import build
+
+    from .conftest import VAULT
+
+    build([VAULT], tmp_path / "v.db", embed=False)
+    result = context_for(tmp_path / "v.db", "What does Dagna Forsythe want?", mode="keyword")
+    assert result["nodes"][0]["title"] == "Dagna Forsythe"
+    lines = [f["text"] for f in result["facts"]]
+    for line in ("- Dagna Forsythe organization The Sable Accord", "- Dagna Forsythe organization Black Gulls",
+                 "- Dagna Forsythe location Port Vell"):
+        assert any(text.startswith(line + " (trust:") for text in lines), line
+        assert line in result["context"]
+    top = result["nodes"][0]["id"]
+    assert all(f["subject_id"] == top for f in result["facts"]) and len(result["facts"]) <= PROPERTY_FACTS
+    assert result["params"]["facts"]["property_facts"] == PROPERTY_FACTS
+
+
 def test_the_log_answers_history_questions_with_its_dated_entry(campaign_db):
     """log.md is a note of its own (type Log), one chunk a dated entry: 'when was it deprecated?' finds the entry."""
     result = context_for(campaign_db, "On what date was Orrin Kell retired and merged into someone else, per the log?")
