@@ -273,7 +273,7 @@ def test_a_question_over_the_limit_is_a_clear_error_not_a_sql_failure(campaign_d
 
 def test_a_series_is_filled_in_between_the_sessions_found_and_extended_when_the_question_asks_how_it_went(campaign_db):
     """Sessions 2 and 4 found: session 3 comes too (docs/design.md §5.9); "how did … unfold" adds the next one."""
-    from datasette_okf.retrieve import SERIES_SQL
+    from datasette_okf.retrieve import SERIES_SQL, SERIES_UNNAMED_SQL
 
     conn = connection(campaign_db)
     found = json.dumps(["campaign/sessions/session-02", "campaign/sessions/session-04"])
@@ -290,6 +290,10 @@ def test_a_series_is_filled_in_between_the_sessions_found_and_extended_when_the_
     assert after["params"]["series"]["ends"] == 1 and "series" in after["sql"]
     plain = context_for(campaign_db, "What does the smoke over the stacks smell of?")
     assert plain["params"]["series"]["ends"] == 0  # not a question about what came next
+    assert plain["sql"]["series"] == SERIES_UNNAMED_SQL  # names no session by number: the statement without that part
+    rows = conn.execute(SERIES_UNNAMED_SQL, {"nodes": found, "max_gap": 4, "ends": 1}).fetchall()
+    assert rows == conn.execute(SERIES_SQL, {"nodes": found, "max_gap": 4, "ends": 1, "named": "[]",
+                                             "reach": 20}).fetchall()
     assert "end" not in {n["why"].get("role") for n in plain["nodes"]}
 
 
@@ -343,6 +347,7 @@ def test_a_session_the_question_names_by_number_comes_from_the_series_it_found(t
     assert next(n["via"] for n in result["nodes"] if n["id"] == named) == f"series: named by the question, in the series of {found}"
     assert not any("Campaign 4 - Session 09" in node_id for node_id in score)
     assert json.loads(result["params"]["series"]["named"]) == [["group", 3], ["session", 9]]
+    assert result["sql"]["series"] == SERIES_SQL
     def named(found_ids, pairs, reach=20):
         params = {**result["params"]["series"], "nodes": json.dumps(found_ids), "named": json.dumps(pairs),
                   "reach": reach}
