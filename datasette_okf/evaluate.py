@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import statistics
 from collections import defaultdict
@@ -55,6 +56,7 @@ def _never_offered(conn: Any, required: str) -> str | None:
 def evaluate(db: Any, golden: list[dict[str, Any]], modes: list[str], **options: Any) -> dict[str, Any]:
     """Per mode and tier: recall, hit@1, mean notes and tokens in context, rejection rates, latency."""
     conn = connection(db)
+    never_offered = functools.cache(lambda required: _never_offered(conn, required))  # the same in every mode
     report: dict[str, Any] = {"modes": {}, "questions": len(golden),
                               "calibration": json.loads(read_meta(conn).get("gate") or "null")}
     for spec in modes:
@@ -78,7 +80,7 @@ def evaluate(db: Any, golden: list[dict[str, Any]], modes: list[str], **options:
                 "rejected": not result["confident"],
                 "ms": result["timings_ms"]["total"],
                 "missed": missed,
-                "missed_why": {r: why for r in missed if (why := _never_offered(conn, r))},
+                "missed_why": {r: why for r in missed if (why := never_offered(r))},
                 "tier": q["tier"],
                 "question": q["question"],
                 "got": [{"id": n["id"], "via": n["via"]} for n in nodes],

@@ -757,9 +757,10 @@ def series(query: Query, nodes: list[Node]) -> list[Node]:
               "ends": int(bool(_SEQUENCE_QUESTION.search(query.question))),
               "named": json.dumps(numbered(query.question)), "reach": SERIES_REACH}
     rows = query.run("series", SERIES_SQL if params["named"] != "[]" else SERIES_UNNAMED_SQL, params)
+    best = {pair: _best_named(rows, pair, score) for pair in {row["pair"] for row in rows if row["role"] == "named"}}
     added: dict[str, Node] = {}
     for row in rows:
-        if row["role"] == "adjacent" or row["role"] == "named" and row is not _best_named(rows, row["pair"], score):
+        if row["role"] == "adjacent" or row["role"] == "named" and row is not best[row["pair"]]:
             continue
         share = SERIES_SHARE if ordered or row["role"] == "named" else WALK_SHARE
         wanted = round(min(score[i] for i in (row["after"], row["before"]) if i in score) * share, 6)
