@@ -52,6 +52,21 @@ def chunk_block(chunk: dict[str, Any]) -> str:
     return f"#### {chunk['heading']}\n{text}" if chunk.get("heading") else text
 
 
+CUT_MARK = " [… cut to fit the budget]"
+
+
+def cut_block(block: str, tokens: int) -> str:
+    """The start of `block` in at most `tokens` (estimated), ending at a line or a sentence when one ends in its
+    second half, marked as cut so the LLM knows the note goes on."""
+    limit = tokens * 4 - len(CUT_MARK)
+    if len(block) <= limit:
+        return block
+    head = block[:limit]
+    ends = [head.rfind("\n"), head.rfind(". ") + 1, head.rfind(" ")]
+    end = next((at for at in ends if at > limit // 2), limit)
+    return head[:end].rstrip() + CUT_MARK
+
+
 def no_confident_match(question: str, reason: str) -> str:
     return (
         f"No confident match in this bundle for: {question}\n"

@@ -29,6 +29,7 @@ from .options import BadOption, ContextOptions
 from .render import (
     chunk_block,
     context_text,
+    cut_block,
     estimate_tokens,
     fact_line,
     no_confident_match,
@@ -293,6 +294,7 @@ class Node:
     why: dict[str, Any]  # {"kind": "seed", "ranks", "resolved_from"} or {"kind": "hop", "hop", "from", ...}
     anchor: str | None = None
     stale: bool = False
+    cut: bool = False  # only the start of its chunk fitted the budget
 
     @property
     def id(self) -> str:
@@ -323,7 +325,7 @@ class Node:
     def as_json(self) -> dict[str, Any]:
         return {**{key: self.concept.get(key) for key in ("id", "bundle", "path", "title")}, "score": self.score,
                 "via": self.via, "why": self.why, "trust": self.concept.get("trust"), "stale": self.stale,
-                "superseded_by": self.concept.get("superseded_by")}
+                "superseded_by": self.concept.get("superseded_by"), "cut": self.cut}
 
 
 # ------------------------------------------------------------------- stages
@@ -960,13 +962,15 @@ def sections(query: Query, nodes: list[Node]) -> dict[str, list[dict[str, Any]]]
 
 TRUST_ORDER = {"human-reviewed": 0, "machine-confirmed": 1, "unverified": 2}
 MAX_NOTES = 11  # notes in one context, whatever the budget (the mean stays under 10 on every development set)
+CUT_ROOM = 40  # tokens: the least room left (after its header) for which the first note that did not fit comes cut
 
 
 def fill_budget(question: str, nodes: list[Node], chunks: dict[str, list[dict[str, Any]]],
                 facts: list[dict[str, Any]], budget: int) -> tuple[list[Node], list[str], list[dict[str, Any]]]:
-    """5. Nodes in order while the budget lasts, each with its facts and its best chunk; then more of the seeds'
-    chunks. Everything rendered counts: headers, facts, chunks. At equal walk score a non-stale node goes
-    first, then the more trusted one."""
+    """5. Nodes in order while the budget lasts, each with its facts and its best chunk; the first node that did
+    not fit whole then comes with the start of its chunk, if `CUT_ROOM` tokens are left for it (its title and first
+    sentence say what it is); then more of the seeds' chunks. Everything rendered counts: headers, facts, chunks.
+    At equal walk score a non-stale node goes first, then the more trusted one."""
     ordered = sorted(nodes, key=lambda n: (-n.score, not n.is_seed, n.stale, TRUST_ORDER.get(n.concept["trust"], 3)))
     titles = {n.id: n.concept["title"] for n in nodes}
     facts_of: dict[str, list[dict[str, Any]]] = {}
@@ -975,6 +979,7 @@ def fill_budget(question: str, nodes: list[Node], chunks: dict[str, list[dict[st
     used = estimate_tokens(context_text(question, ["-"], ["-"]))
     most = max(MAX_NOTES, sum(n.is_seed for n in nodes))  # vector:15 still gets its 15 notes
     picked, parts, kept_facts, rest = [], {}, [], {}
+    cut = None  # the first node that did not fit whole: (node, header, its chunk, its facts, their cost)
     for node in ordered:
         pieces = chunks.get(node.id, [])
         if node.anchor:  # an anchored link arrives at its section
@@ -985,14 +990,25 @@ def fill_budget(question: str, nodes: list[Node], chunks: dict[str, list[dict[st
             fields = {**fields, "description": None}  # a vault note's first sentence, already in its chunk
         header = node_header(fields, titles)
         own_facts = facts_of.get(node.id, [])
-        cost = estimate_tokens(header + "\n" + first) + sum(estimate_tokens(f["text"]) + 1 for f in own_facts)
-        if used + cost > budget or len(picked) >= most:
+        facts_cost = sum(estimate_tokens(f["text"]) + 1 for f in own_facts)
+        cost = estimate_tokens(header + "\n" + first) + facts_cost
+        if len(picked) >= most:
+            continue
+        if used + cost > budget:
+            cut = cut or (node, header, first, own_facts, estimate_tokens(header + "\n") + facts_cost)
             continue
         used += cost
         picked.append(node)
         kept_facts.extend(own_facts)
         parts[node.id] = [header] + ([first] if first else [])
         rest[node.id] = pieces[1:]
+    if cut and cut[2] and len(picked) < most and budget - used - cut[4] >= CUT_ROOM:
+        node, header, first, own_facts, fixed = cut
+        first = cut_block(first, budget - used - fixed)
+        used += fixed + estimate_tokens(first)
+        picked.append(replace(node, cut=True))
+        kept_facts.extend(own_facts)
+        parts[node.id], rest[node.id] = [header, first], []
     for node in picked:
         for piece in rest[node.id] if node.is_seed else []:
             block = chunk_block(piece)

@@ -28,7 +28,7 @@ def test_json_contract(campaign_db):
     assert set(result["seeds"][0]) >= {"id", "path", "title", "ranks", "rrf"}
     assert set(result["seeds"][0]["ranks"]) == {"title", "fts", "vector"}
     assert set(result["nodes"][0]) == {"id", "bundle", "path", "title", "score", "via", "why", "trust", "stale",
-                                       "superseded_by"}
+                                       "superseded_by", "cut"}
     assert result["nodes"][0]["path"].endswith(".md")
     assert result["timings_ms"]["total"] > 0 and set(result["sql"]) == set(result["params"]) >= {"seeds", "walk", "facts"}
 
@@ -498,6 +498,41 @@ def test_the_budget_packs_the_section_nearest_the_question_not_the_first(tmp_pat
         result = context_for(tmp_path / "port.db", "Who collects the mooring tax from ships at dawn?", mode=mode, budget=200)
         assert "She collects the mooring tax" in result["context"], mode
         assert "#### Description" not in result["context"], mode  # the first section did not fit as well
+
+
+def _two_notes_for_a_tight_budget(tmp_path):
+    """A short note that answers, and a long one whose first sentence matters and whose end cannot fit."""
+    from datasette_okf.store import build
+
+    from .conftest import write_bundle
+
+    filler = " ".join(["Each entry lists the ship, the berth and the coin paid, in a small cramped hand."] * 6)
+    root = write_bundle(tmp_path / "port", {
+        "Harbour Master.md": "---\ntype: Person\n---\nShe collects the mooring tax from every ship at dawn.\n",
+        "Tax Ledger.md": "---\ntype: Item\n---\nThe mooring tax ledger is kept in the customs house.\n"
+                         f"{filler}\nThe last page is torn out.\n",
+    })
+    build([root], tmp_path / "port.db", embed=False)
+    return tmp_path / "port.db"
+
+
+def test_the_first_note_that_does_not_fit_whole_comes_cut_within_the_budget(tmp_path):
+    """Before: a note that did not fit whole was left out even with 80 tokens to spare, so the context never said it
+    existed (Thellade's th35 in vector:10: the note naming the Order of Silent Echos)."""
+    from datasette_okf.render import CUT_MARK, estimate_tokens
+
+    db = _two_notes_for_a_tight_budget(tmp_path)
+    question = "Who collects the mooring tax at dawn, and where is its ledger kept?"
+    whole = context_for(db, question, mode="keyword", budget=2000)
+    assert ids(whole)[:2] == ["port/Harbour Master", "port/Tax Ledger"] and CUT_MARK not in whole["context"]
+    tight = context_for(db, question, mode="keyword", budget=160)
+    assert ids(tight) == ["port/Harbour Master", "port/Tax Ledger"]
+    assert [n["cut"] for n in tight["nodes"]] == [False, True]
+    assert "The mooring tax ledger is kept in the customs house." in tight["context"]
+    assert tight["context"].endswith(CUT_MARK) and "The last page is torn out." not in tight["context"]
+    assert estimate_tokens(tight["context"]) <= 160
+    tighter = context_for(db, question, mode="keyword", budget=100)  # under CUT_ROOM tokens left for it: not cut
+    assert ids(tighter) == ["port/Harbour Master"] and CUT_MARK not in tighter["context"]
 
 
 def test_an_unfilled_template_is_never_a_seed(tmp_path):
