@@ -5,7 +5,8 @@ its own permissions), and one corpus that outgrows a file is split by bundle. Ea
 usual (its own seeds, gate, calibration and walk); `fuse` then ranks every confident database's notes by
 reciprocal rank fusion over their rank in their own answer (RRF, k = 60: the first note of each database comes
 before any second note; ties go to the higher own score, then to the database listed first) and packs their
-rendered blocks into the one budget in that order. Each note and fact says which database it came from.
+rendered blocks into the one budget in that order; the first that did not fit whole comes cut to the room left, as
+in one database. Each note and fact says which database it came from.
 Databases the caller may not see are never passed in (web.py asks Datasette's permissions first).
 """
 
@@ -18,8 +19,8 @@ from typing import Any
 
 from .embed import EmbeddingError
 from .options import ContextOptions
-from .render import context_text, estimate_tokens, no_confident_match
-from .retrieve import context_and_blocks
+from .render import context_text, cut_block, estimate_tokens, no_confident_match
+from .retrieve import CUT_ROOM, context_and_blocks
 from .schema import OutdatedDatabase
 
 RRF_K = 60
@@ -44,16 +45,27 @@ def fuse(question: str, answers: list[tuple[str, dict[str, Any], list[str]]], bu
     facts = [(name, fact) for name, answer, _ in confident for fact in answer["facts"]]
     used = estimate_tokens(context_text(question, ["-"], ["-"]))
     nodes, picked_blocks, kept_facts = [], [], []
+
+    def take(rrf: float, name: str, node: dict[str, Any], block: str, own: list[dict[str, Any]]) -> None:
+        nodes.append({**node, "db": name, "rrf": round(rrf, 6)})
+        picked_blocks.append(block)
+        kept_facts.extend({**fact, "db": name} for fact in own)  # in the order of their notes
+
+    cut = None  # the first note that did not fit whole comes cut, as in one database (retrieve.fill_budget)
     for rrf, _, _, name, node, block in ranked:
         own = [fact for db, fact in facts if db == name and fact.get("subject_id") == node["id"]]
         block = labelled(block, name)
-        cost = estimate_tokens(block) + sum(estimate_tokens(f["text"]) + 1 for f in own)
-        if used + cost > budget:
+        facts_cost = sum(estimate_tokens(f["text"]) + 1 for f in own)
+        if used + estimate_tokens(block) + facts_cost > budget:
+            cut = cut or (rrf, name, node, block, own, facts_cost)
             continue
-        used += cost
-        nodes.append({**node, "db": name, "rrf": round(rrf, 6)})
-        picked_blocks.append(block)
-        kept_facts += [{**fact, "db": name} for fact in own]  # in the order of their notes
+        used += estimate_tokens(block) + facts_cost
+        take(rrf, name, node, block, own)
+    if cut:
+        rrf, name, node, block, own, facts_cost = cut
+        room = budget - used - facts_cost
+        if room - estimate_tokens("\n".join(block.split("\n")[:2])) >= CUT_ROOM:  # beyond its title and why lines
+            take(rrf, name, {**node, "cut": True}, cut_block(block, room), own)
     per_database = {name: {key: answer.get(key) for key in ("confident", "reason", "vectors", "intent")}
                     | {"notes": len(answer["nodes"]), "ms": answer["timings_ms"].get("total")}
                     for name, answer, _ in answers}

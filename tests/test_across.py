@@ -43,6 +43,18 @@ def test_one_budget_is_shared_and_unconfident_databases_add_nothing():
     assert "a: far" in nothing["reason"] and "b: none" in nothing["reason"]
 
 
+def test_the_first_note_that_does_not_fit_whole_comes_cut_as_in_one_database():
+    from datasette_okf.render import CUT_MARK
+
+    a = answer(["a1", "a2"])
+    first = estimate_tokens(labelled(a[1][0], "a")) + estimate_tokens(a[0]["facts"][0]["text"]) + 1
+    skeleton = estimate_tokens(context_text("q", ["-"], ["-"]))
+    fused = fuse("q", [("a", *a)], budget=skeleton + first + 50)  # the second note's lines and a few words
+    assert [(n["id"], n.get("cut", False)) for n in fused["nodes"]] == [("a1", False), ("a2", True)]
+    assert fused["context"].endswith(CUT_MARK) and "### A2 (a2) [db: a]" in fused["context"]
+    assert estimate_tokens(fused["context"]) <= skeleton + first + 50
+
+
 @pytest.fixture
 def databases(campaign_db, tmp_path):
     vault = tmp_path / "myvault.db"
