@@ -37,7 +37,7 @@ from .render import (
 )
 from .schema import check_format, read_meta, stored_model, vectors_progress
 from .sqlfunctions import prepare_connection
-from .titles import MAX_QUESTION, coverage, names, numbered, words
+from .titles import MAX_QUESTION, STOPWORDS, coverage, names, numbered, spoken_names, words
 
 T = TypeVar("T")
 RRF_K = 60
@@ -449,13 +449,20 @@ where not exists (select 1 from concepts_fts where concepts_fts match '"' || val
 
 
 def _named(query: Query, titled: list[str], unknown: list[str]) -> bool:
-    """Whether the question writes one of the titles it matched as a name (capitalised): that vouches for it
-    despite a name no note has (a typo, another spelling); a common word ("the Reddit comments table" matching
-    the note "Comments") does not."""
+    """Whether the question writes one of the titles it matched as a name, every word of it capitalised: that
+    vouches for it despite a name no note has (a typo, another spelling). A title the question only half writes as a
+    name does not: "the Reddit comments table" (the note "Comments"), "the Stack Overflow posts tables" (the note
+    "Stack Overflow Posts (Deprecated)")."""
     spoken = {name.casefold() for name in names(query.question)} - {name.casefold() for name in unknown}
-    rows = query.conn.execute("select title || ' ' || coalesce(aliases, '') from concepts"
-                              " where id in (select value from json_each(?))", [json.dumps(titled)])
-    return any(spoken & set(words(row[0])) for row in rows)
+    rows = query.conn.execute("select title, aliases from concepts where id in (select value from json_each(?))",
+                              [json.dumps(titled)])
+    for title, aliases in rows:
+        for name in (spoken_form for written in [title or "", *json.loads(aliases or "[]")]
+                     for spoken_form in spoken_names(written)):
+            needed = {word for word in words(name) if len(word) >= 3 and word not in STOPWORDS and not word.isdigit()}
+            if needed and needed <= spoken:
+                return True
+    return False
 
 
 KEYWORD_EVIDENCE = 3  # the best keyword matches whose coverage of the question the gate reads

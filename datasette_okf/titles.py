@@ -165,15 +165,26 @@ def fts_query(text: str) -> str:
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
 
 
+_QUALIFIED = re.compile(r"^(.*[^\s(])\s*\([^()]+\)$")  # "Lover Come Back (1961 film)": a name, and what it is
+
+
+def spoken_names(name: str) -> list[str]:
+    """The ways a text names a note: its name, and without a trailing qualifier in brackets — a wiki's
+    "Woman's Viewpoint (magazine)" is "the Woman's Viewpoint" in a question, and "Mercury (planet)" is "Mercury"."""
+    qualified = _QUALIFIED.match(name.strip())
+    return [name, qualified.group(1)] if qualified else [name]
+
+
 class TitleIndex:
     """Concept names (titles and aliases) by token sequence, for finding them in text."""
 
     def __init__(self, names: Iterable[tuple[str, str]]):
         self.by_tokens: dict[tuple[str, ...], set[str]] = defaultdict(set)
         for concept_id, name in names:
-            tokens = tuple(words(name))
-            if tokens and not all(t in STOPWORDS for t in tokens) and not _weak(tokens):
-                self.by_tokens[tokens].add(concept_id)
+            for spoken in spoken_names(name):
+                tokens = tuple(words(spoken))
+                if tokens and not all(t in STOPWORDS for t in tokens) and not _weak(tokens):
+                    self.by_tokens[tokens].add(concept_id)
         self.lengths: dict[str, set[int]] = defaultdict(set)  # first token -> name lengths
         for tokens in self.by_tokens:
             self.lengths[tokens[0]].add(len(tokens))

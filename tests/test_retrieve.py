@@ -455,6 +455,31 @@ def test_a_name_no_note_mentions_is_rejected_in_every_mode_unless_a_title_is_nam
     assert context_for(campaign_db, "Which monsters haunt the harbour?")["confident"]  # the bundle's own words
 
 
+def test_a_title_is_named_without_its_qualifier_and_vouches_only_when_written_as_a_name(tmp_path):
+    """hotpotqa-mini refused "Are both magazines, the Woman's Viewpoint and Pick Me Up, British publications?" (no
+    title named: its notes end in "(magazine)"). Matching the name without the brackets must not let "the Stack
+    Overflow posts tables" vouch for an unknown "Snowflake": "posts" is not written as a name."""
+    from datasette_okf.store import build
+
+    from .conftest import write_bundle
+
+    root = write_bundle(tmp_path / "wiki", {
+        "Woman's Viewpoint (magazine).md": "---\ntype: Magazine\n---\nA British women's magazine of the 1920s.\n",
+        "Pick Me Up (magazine).md": "---\ntype: Magazine\n---\nA British weekly humour magazine.\n",
+        "Stack Overflow Posts (Deprecated).md": "---\ntype: Table\n---\nOne row per post; use the split tables.\n",
+    })
+    build([root], tmp_path / "wiki.db", embed=False)
+    both = context_for(tmp_path / "wiki.db", "Are both magazines, the Woman's Viewpoint and Pick Me Up, British publications?",
+                       mode="keyword")
+    assert both["confident"] and both["reason"] == "the question names a concept's title or alias"
+    assert {"wiki/Woman's Viewpoint (magazine)", "wiki/Pick Me Up (magazine)"} <= set(ids(both))
+    other = context_for(tmp_path / "wiki.db", "What Snowflake warehouse size suits the Stack Overflow posts tables?",
+                        mode="keyword")
+    assert not other["confident"] and other["reason"] == "the question names Snowflake, which no note mentions"
+    typo = context_for(tmp_path / "wiki.db", "Which rows of Stack Overflow Posts did Snowfake keep?", mode="keyword")
+    assert typo["confident"] and "wiki/Stack Overflow Posts (Deprecated)" in ids(typo)
+
+
 def test_the_gate_uses_the_bundles_own_calibration(campaign_db):
     """The build calibrates the vector threshold on off-topic questions (calibrate.py); the gate uses it unless
     the caller sets one."""

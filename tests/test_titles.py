@@ -93,6 +93,21 @@ def test_a_name_is_not_matched_inside_a_hyphenated_word():
     assert index.find("Who lives at the old lighthouse") == [("lh", "old lighthouse")]
 
 
+def test_a_name_is_found_without_the_qualifier_in_brackets_that_tells_it_apart():
+    """hotpotqa-mini refused "Are both magazines, the Woman's Viewpoint and Pick Me Up, British publications?": its
+    notes are "Woman's Viewpoint (magazine)" and "Pick Me Up (magazine)", and no question writes the brackets."""
+    index = TitleIndex([("wv", "Woman's Viewpoint (magazine)"), ("pmu", "Pick Me Up (magazine)"),
+                        ("f61", "Lover Come Back (1961 film)"), ("f46", "Lover Come Back (1946 film)"),
+                        ("x", "X (letter)"), ("mid", "Tomb (of the) King")])
+    question = "Are both magazines, the Woman's Viewpoint and Pick Me Up, British publications?"
+    assert index.find(question) == [("wv", "woman s viewpoint"), ("pmu", "pick me up")]
+    assert index.find("Who starred in Lover Come Back?") == [("f46", "lover come back"), ("f61", "lover come back")]
+    assert index.find("Lover Come Back (1961 film)")[0] == ("f61", "lover come back 1961 film")  # the whole name first
+    assert INDEX.find("Who was Lilu?") == [("lilu", "lilu")]
+    assert index.find("Where is X?") == []  # what is left is too short to be a name
+    assert index.find("the tomb king") == []  # brackets inside a name are part of it
+
+
 def test_a_name_that_is_only_a_number_or_one_letter_is_never_matched():
     """Thellade has year notes called 1, -1, 8 and 212: "Group 1's prep notes" or "sessions 6 to 8" must not seed
     them. They still come by BM25 and vectors."""
