@@ -233,6 +233,9 @@ def test_markup_left_finds_what_the_cleaning_missed(tmp_path):
     assert run_lint(conn, only="markup_left")[0]["rows"] == []  # every plugin snippet of the fixture is cleaned
     conn.execute("update chunks set text = text || ' `VIEW[{pronounced}]`' where id = (select min(id) from chunks)")
     assert len(run_lint(conn, only="markup_left")[0]["rows"]) == 1
+    conn.execute("update chunks set text = text || ' WHERE econtains(tags, \"#Character\")'"
+                 " where id = (select max(id) from chunks)")  # a Dataview query line the cleaning let through
+    assert len(run_lint(conn, only="markup_left")[0]["rows"]) == 2
 
 
 def test_every_check_names_its_culprit_concept_and_takes_a_folder(built):

@@ -163,6 +163,17 @@ def test_meta_bind_infobox_dataview_and_empty_sections_are_left_out_and_the_pros
     )  # gone: the js view, the Metadata/Info callouts and tables, "Locations" over its dataview, empty sections
 
 
+def test_a_dataview_query_written_unquoted_inside_a_column_callout_is_left_out():
+    """51 Thellade era and event notes open ```dataview inside a column callout and write the query without `>`:
+    "LIST / FROM outgoing([[]]) / WHERE econtains(tags, …)" reached the chunks, FTS and the LLM."""
+    text = readable_note("04 Lore/Eras/Age of Gilded Chains (GC).md")
+    assert text == (
+        "# Age of Gilded Chains (GC)\n\n## Overview\n\n"  # each query ended by `>` or by a heading
+        "The Age of Gilded Chains marks an era of trade routes, binding pacts and noble houses, when\n"
+        "Ambassadors Row first housed the embassies."
+    )
+
+
 def test_links_read_as_what_obsidian_shows_and_html_comments_and_block_ids_go():
     text = readable_note("03 Entities/04 NPCs/Vaust Hadrinel.md")
     assert "Currently impersonating Dornal Syle, a missing Arcane Warden." in text  # an alias stays the alias
