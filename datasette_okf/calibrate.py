@@ -37,20 +37,34 @@ OFF_TOPIC = (
     "How do I choose a mortgage?", "What is the chemical formula of table salt?",
     "How do I clean a cast iron pan?", "Which football club has won the most Champions League titles?",
 )
-PERCENTILE = 0.95
-MARGIN = 0.05  # on the development sets: false rejection at most 0.043 on every set (docs/design.md §3)
-METHOD = f"p{round(PERCENTILE * 100)} of {len(OFF_TOPIC)} off-topic questions + {MARGIN}"  # a new one recalibrates
+MARGIN = 0.05  # above the nearest any off-topic question came: false rejection at most 0.013 on every dev set (§3.1)
+METHOD = f"max of {len(OFF_TOPIC)} off-topic questions + {MARGIN}"  # a new one recalibrates
 BOUNDS = (0.30, 0.65)  # a threshold outside these says more about a tiny or odd bundle than about questions
-RECALIBRATE_AT = 0.10  # share of chunks added or removed since the last calibration that calls for a new one
+RECALIBRATE_AT = 0.10  # share of chunks added, removed or rewritten since the last calibration that calls for a new one
 
 
-def needs_calibration(meta: dict[str, str], model_id: str, chunks: int | None) -> bool:
-    """No calibration yet, another model or method, or (given the chunks there are now) a collection that grew or
-    shrank by RECALIBRATE_AT."""
+def needs_calibration(meta: dict[str, str], model_id: str, changed: int | None) -> bool:
+    """No calibration yet, another model or method, one that does not say which chunks it saw (before issue 17's
+    last round), or `changed` (changed_chunks) at least RECALIBRATE_AT of the chunks it saw."""
     gate = json.loads(meta.get("gate") or "{}")
-    if gate.get("model") != model_id or gate.get("method") != METHOD or not gate.get("chunks"):
+    if gate.get("model") != model_id or gate.get("method") != METHOD or not gate.get("chunks") or \
+            "last_chunk_id" not in gate:
         return True
-    return chunks is not None and abs(chunks - gate["chunks"]) / gate["chunks"] >= RECALIBRATE_AT
+    return changed is not None and changed / gate["chunks"] >= RECALIBRATE_AT
+
+
+def changed_chunks(conn: Any, meta: dict[str, str], model_id: str) -> int | None:
+    """Chunks added, removed or rewritten since the calibration: a rewritten chunk is a new row (store._write_chunks
+    keeps the row of unchanged text), so new rows are those past the last id it saw. Counting only how many chunks
+    there are missed a re-chunking: 13th Age went from 3,748 to 3,780 chunks, most of them rewritten, kept a
+    threshold of 0.44 where a fresh build calibrates 0.41, and its out-of-bundle rejection read 0.357 for 0.143."""
+    gate = json.loads(meta.get("gate") or "{}")
+    if "last_chunk_id" not in gate:
+        return None
+    new, kept = conn.execute(
+        "select count(*) filter (where id > :last), count(*) filter (where id <= :last) from chunks"
+        " where embedded_with = :model", {"last": gate["last_chunk_id"], "model": model_id}).fetchone()
+    return max(new, gate["chunks"] - kept)  # a rewritten chunk is one new row and one gone: one change
 
 
 def calibrate(conn: Any, model: Any, model_id: str, chunks: int) -> dict[str, Any]:
@@ -60,8 +74,13 @@ def calibrate(conn: Any, model: Any, model_id: str, chunks: int) -> dict[str, An
                          " where embedding match ? and k = 1)", [vector]).fetchone()[0]
         for vector in embed_texts(model, list(OFF_TOPIC))
     )
-    at = similarities[min(len(similarities) - 1, int(PERCENTILE * len(similarities)))]
-    threshold = min(max(at + MARGIN, BOUNDS[0]), BOUNDS[1])
-    return {"model": model_id, "method": METHOD, "chunks": chunks, "vector_threshold": round(threshold, 4),
+    # Above every off-topic question, not above 95 % of them: the 95th percentile of 40 is the second nearest, and
+    # one re-chunking moved it from 0.39 to 0.36 on 13th Age, letting through "an escalation clause in a real-estate
+    # offer" (0.44) and "recovery runs after a marathon" (0.42): out-of-bundle rejection 0.357 -> 0.143.
+    threshold = min(max(similarities[-1] + MARGIN, BOUNDS[0]), BOUNDS[1])
+    last = conn.execute("select max(id) from chunks").fetchone()[0] or 0
+    return {"model": model_id, "method": METHOD, "chunks": chunks, "last_chunk_id": last,
+            "vector_threshold": round(threshold, 4),
             "off_topic": {"questions": len(OFF_TOPIC), "median": round(similarities[len(similarities) // 2], 4),
-                          f"p{round(PERCENTILE * 100)}": round(at, 4), "max": round(similarities[-1], 4)}}
+                          "p95": round(similarities[int(0.95 * len(similarities))], 4),
+                          "max": round(similarities[-1], 4)}}
