@@ -37,7 +37,7 @@ from .render import (
 )
 from .schema import check_format, read_meta, stored_model, vectors_progress
 from .sqlfunctions import prepare_connection
-from .titles import MAX_QUESTION, STOPWORDS, coverage, names, numbered, spoken_names, words
+from .titles import MAX_QUESTION, STOPWORDS, coverage, numbered, spoken_names, words
 
 T = TypeVar("T")
 RRF_K = 60
@@ -453,7 +453,8 @@ def _named(query: Query, titled: list[str], unknown: list[str]) -> bool:
     vouches for it despite a name no note has (a typo, another spelling). A title the question only half writes as a
     name does not: "the Reddit comments table" (the note "Comments"), "the Stack Overflow posts tables" (the note
     "Stack Overflow Posts (Deprecated)")."""
-    spoken = {name.casefold() for name in names(query.question)} - {name.casefold() for name in unknown}
+    capitalised = {word for token in query.question.split() if token[:1].isupper() for word in words(token)}
+    spoken = capitalised - {name.casefold() for name in unknown}  # the first word of a sentence too: "Nessa Thorne …"
     rows = query.conn.execute("select title, aliases from concepts where id in (select value from json_each(?))",
                               [json.dumps(titled)])
     for title, aliases in rows:

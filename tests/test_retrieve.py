@@ -452,6 +452,8 @@ def test_a_name_no_note_mentions_is_rejected_in_every_mode_unless_a_title_is_nam
         assert "names" in rejected["sql"]
         named = context_for(campaign_db, "Has Nessa Thorne ever sailed to Waterdeep?", mode=mode)
         assert named["confident"] and "people/nessa-thorne" in ids(named)
+        first = context_for(campaign_db, "Nessa Thorne sailed to Waterdeep once, didn't she?", mode=mode)
+        assert first["confident"] and "people/nessa-thorne" in ids(first)  # a name may start the question
     assert context_for(campaign_db, "Which monsters haunt the harbour?")["confident"]  # the bundle's own words
 
 
