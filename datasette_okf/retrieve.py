@@ -151,12 +151,14 @@ def _walk_sql(vectors: bool) -> str:
 PROPERTY_FACTS = 6  # frontmatter links of the note the question is most about, shown as facts (docs/design.md §6)
 # A vault keeps much of what it knows in frontmatter links ("religion: [[The Pactbound Flame]]", "organization:
 # [[The Sable Accord]]"), which the note's text never says: the first note's first few come as fact lines. All of
-# every note's cost Thellade's temporal tier 0.949 -> 0.808 (notes 8.6 -> 5.6 within the budget).
+# every note's cost Thellade's temporal tier 0.949 -> 0.808 (notes 8.6 -> 5.6 within the budget). Not its `sources`:
+# they say where the note comes from (OKF §5.1), which each fact line already cites, not what its subject is.
 FACTS_SQL = """select src, predicate, dst, object_literal, date, source_id from (
   select edges.* from edges
   where edges.kind = 'relation' and edges.src in (select value from json_each(:nodes))
   union all
   select * from (select edges.* from edges where edges.kind = 'property' and edges.src = json_extract(:nodes, '$[0]')
+                   and edges.predicate != 'sources' and edges.predicate not like 'sources.%'
                  order by edges.id limit :property_facts)
 )
 order by src, date, id"""

@@ -388,6 +388,16 @@ def test_the_frontmatter_links_of_the_note_asked_about_reach_the_llm_as_facts(tm
     assert result["params"]["facts"]["property_facts"] == PROPERTY_FACTS
 
 
+def test_a_notes_sources_are_cited_not_listed_as_facts_about_it(campaign_db):
+    """OKF `sources` say where a note comes from (§5.1): "The Brine Hag sources.resource Session 5 - Kestrel Point"
+    took a fact line in the example's own transcript, while the relation it backs already cites it (source: s5)."""
+    result = context_for(campaign_db, "Where does Mother Brackwater live?")
+    assert result["nodes"][0]["id"] == "campaign/monsters/brine-hag"
+    assert "sources.resource" not in result["context"] and not any(
+        f["predicate"].startswith("sources") for f in result["facts"])
+    assert "- The Brine Hag lairs_in The Sump (trust: unverified, source: s5)" in result["context"]
+
+
 def test_the_log_answers_history_questions_with_its_dated_entry(campaign_db):
     """log.md is a note of its own (type Log), one chunk a dated entry: 'when was it deprecated?' finds the entry."""
     result = context_for(campaign_db, "On what date was Orrin Kell retired and merged into someone else, per the log?")
