@@ -19,7 +19,7 @@ from typing import Any
 
 from .embed import EmbeddingError
 from .options import ContextOptions
-from .render import context_text, cut_block, estimate_tokens, no_confident_match
+from .render import context_text, cut_to_fit, estimate_tokens, no_confident_match
 from .retrieve import CUT_ROOM, context_and_blocks
 from .schema import OutdatedDatabase
 
@@ -63,9 +63,11 @@ def fuse(question: str, answers: list[tuple[str, dict[str, Any], list[str]]], bu
         take(rrf, name, node, block, own)
     if cut:
         rrf, name, node, block, own, facts_cost = cut
-        room = budget - used - facts_cost
-        if room - estimate_tokens("\n".join(block.split("\n")[:2])) >= CUT_ROOM:  # beyond its title and why lines
-            take(rrf, name, {**node, "cut": True}, cut_block(block, room), own)
+        lines = block.split("\n")
+        head, body = "\n".join(lines[:2]), "\n".join(lines[2:])  # its title and why lines, then what it says
+        start = cut_to_fit(head, body, budget - used - facts_cost, CUT_ROOM)
+        if start is not None:
+            take(rrf, name, {**node, "cut": True}, f"{head}\n{start}", own)
     per_database = {name: {key: answer.get(key) for key in ("confident", "reason", "vectors", "intent")}
                     | {"notes": len(answer["nodes"]), "ms": answer["timings_ms"].get("total")}
                     for name, answer, _ in answers}

@@ -45,7 +45,7 @@ RECALIBRATE_AT = 0.10  # share of chunks added, removed or rewritten since the l
 
 def needs_calibration(meta: dict[str, str], model_id: str, changed: int | None) -> bool:
     """No calibration yet, another model or method, one that does not say which chunks it saw (before issue 17's
-    last round), or `changed` (changed_chunks) at least RECALIBRATE_AT of the chunks it saw."""
+    last round), or `changed` (chunk_counts) at least RECALIBRATE_AT of the chunks it saw."""
     gate = json.loads(meta.get("gate") or "{}")
     if gate.get("model") != model_id or gate.get("method") != METHOD or not gate.get("chunks") or \
             "last_chunk_id" not in gate:
@@ -53,18 +53,19 @@ def needs_calibration(meta: dict[str, str], model_id: str, changed: int | None) 
     return changed is not None and changed / gate["chunks"] >= RECALIBRATE_AT
 
 
-def changed_chunks(conn: Any, meta: dict[str, str], model_id: str) -> int | None:
-    """Chunks added, removed or rewritten since the calibration: a rewritten chunk is a new row (store._write_chunks
+def chunk_counts(conn: Any, meta: dict[str, str], model_id: str) -> tuple[int, int | None]:
+    """The chunks embedded with `model_id`, and how many of them were added, removed or rewritten since the
+    calibration (None when it does not say which chunks it saw). A rewritten chunk is a new row (store._write_chunks
     keeps the row of unchanged text), so new rows are those past the last id it saw. Counting only how many chunks
     there are missed a re-chunking: 13th Age went from 3,748 to 3,780 chunks, most of them rewritten, kept a
     threshold of 0.44 where a fresh build calibrates 0.41, and its out-of-bundle rejection read 0.357 for 0.143."""
     gate = json.loads(meta.get("gate") or "{}")
-    if "last_chunk_id" not in gate:
-        return None
     new, kept = conn.execute(
         "select count(*) filter (where id > :last), count(*) filter (where id <= :last) from chunks"
-        " where embedded_with = :model", {"last": gate["last_chunk_id"], "model": model_id}).fetchone()
-    return max(new, gate["chunks"] - kept)  # a rewritten chunk is one new row and one gone: one change
+        " where embedded_with = :model", {"last": gate.get("last_chunk_id", -1), "model": model_id}).fetchone()
+    if "last_chunk_id" not in gate:
+        return new + kept, None
+    return new + kept, max(new, gate["chunks"] - kept)  # a rewritten chunk is one new row and one gone: one change
 
 
 def calibrate(conn: Any, model: Any, model_id: str, chunks: int) -> dict[str, Any]:

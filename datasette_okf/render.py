@@ -67,6 +67,13 @@ def cut_block(block: str, tokens: int) -> str:
     return head[:end].rstrip() + CUT_MARK
 
 
+def cut_to_fit(head: str, body: str, room: int, least: int) -> str | None:
+    """`body` cut to what `room` tokens leave after `head` (a note's header), or None when fewer than `least` are
+    left: the rule for the first note that did not fit whole, in one database and across several."""
+    left = room - estimate_tokens(head + "\n")
+    return cut_block(body, left) if body and left >= least else None
+
+
 def no_confident_match(question: str, reason: str) -> str:
     return (
         f"No confident match in this bundle for: {question}\n"

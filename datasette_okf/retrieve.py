@@ -29,7 +29,7 @@ from .options import BadOption, ContextOptions
 from .render import (
     chunk_block,
     context_text,
-    cut_block,
+    cut_to_fit,
     estimate_tokens,
     fact_line,
     no_confident_match,
@@ -991,6 +991,8 @@ def fill_budget(question: str, nodes: list[Node], chunks: dict[str, list[dict[st
     picked, parts, kept_facts, rest = [], {}, [], {}
     cut = None  # the first node that did not fit whole: (node, header, its chunk, its facts, their cost)
     for node in ordered:
+        if len(picked) >= most:
+            break
         pieces = chunks.get(node.id, [])
         if node.anchor:  # an anchored link arrives at its section
             pieces = sorted(pieces, key=lambda c: slug(c.get("heading") or "") != slug(node.anchor))
@@ -1002,23 +1004,22 @@ def fill_budget(question: str, nodes: list[Node], chunks: dict[str, list[dict[st
         own_facts = facts_of.get(node.id, [])
         facts_cost = sum(estimate_tokens(f["text"]) + 1 for f in own_facts)
         cost = estimate_tokens(header + "\n" + first) + facts_cost
-        if len(picked) >= most:
-            continue
         if used + cost > budget:
-            cut = cut or (node, header, first, own_facts, estimate_tokens(header + "\n") + facts_cost)
+            cut = cut or (node, header, first, own_facts, facts_cost)
             continue
         used += cost
         picked.append(node)
         kept_facts.extend(own_facts)
         parts[node.id] = [header] + ([first] if first else [])
         rest[node.id] = pieces[1:]
-    if cut and cut[2] and len(picked) < most and budget - used - cut[4] >= CUT_ROOM:
-        node, header, first, own_facts, fixed = cut
-        first = cut_block(first, budget - used - fixed)
-        used += fixed + estimate_tokens(first)
-        picked.append(replace(node, cut=True))
-        kept_facts.extend(own_facts)
-        parts[node.id], rest[node.id] = [header, first], []
+    if cut and len(picked) < most:
+        node, header, first, own_facts, facts_cost = cut
+        start = cut_to_fit(header, first, budget - used - facts_cost, CUT_ROOM)
+        if start is not None:
+            used += estimate_tokens(header + "\n") + facts_cost + estimate_tokens(start)
+            picked.append(replace(node, cut=True))
+            kept_facts.extend(own_facts)
+            parts[node.id], rest[node.id] = [header, start], []
     for node in picked:
         for piece in rest[node.id] if node.is_seed else []:
             block = chunk_block(piece)

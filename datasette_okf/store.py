@@ -31,7 +31,7 @@ from sqlite_utils.utils import sqlite3  # pysqlite3 where installed, as sqlite-u
 
 from . import __version__
 from .bundle import Bundle, Concept, ScannedBundle, cache_key, parse_bundle, rows, scan_bundle
-from .calibrate import calibrate, changed_chunks, needs_calibration
+from .calibrate import calibrate, chunk_counts, needs_calibration
 from .chunks import embedding_text, split_into_chunks, text_hash
 from .derived import DerivedFileError, write_derived
 from .embed import EmbeddingError, canonical_id, dimensions, embed_texts, get_model, is_default
@@ -819,9 +819,9 @@ def _insert_vectors(db: sqlite_utils.Database, model_id: str, pairs: list[tuple[
 
 def _calibrate_gate(db: sqlite_utils.Database, model: Any, model_id: str) -> None:
     """The confidence gate's vector threshold for these vectors (calibrate.py), when they are new or have changed."""
-    chunks = db.execute("select count(*) from chunks where embedded_with = ?", [model_id]).fetchone()[0]
     meta = read_meta(db.conn)
-    if chunks and needs_calibration(meta, model_id, changed_chunks(db.conn, meta, model_id)):
+    chunks, changed = chunk_counts(db.conn, meta, model_id)
+    if chunks and needs_calibration(meta, model_id, changed):
         gate = calibrate(db.conn, model, model_id, chunks)
         db["meta"].upsert({"key": "gate", "value": json.dumps(gate, sort_keys=True)}, pk="key")
 
