@@ -199,12 +199,17 @@ _HAS_WORD = re.compile(r"\w")
 
 
 def shown_text(inner: str) -> str:
-    """What Obsidian shows for `[[inner]]`: `T|shown` → "shown", `T#H` → "T > H", `#H` → "H", `Folder/Note` and
-    an alias as typed (a `\\|` escaped in a table is a `|`)."""
+    """What a reader is shown for `[[inner]]`: `T|shown` → "shown" (an alias as typed; a `\\|` escaped in a table is
+    a `|`), `T#H` → "T > H", `#H` → "H", as Obsidian shows them; `Folder/Note` → "Note", as a published vault shows
+    it (Quartz's prettyLinks), where Obsidian shows the path as typed. Folder names are filing, not text: Thellade
+    writes "a port city on the [[01 Campaign/01 World/04 Subregions/01 Thellade/The Outcast Isles/Kanda Isles]]",
+    which cost the LLM 20 tokens and made the bridge round match the planet "Thellade" inside the path."""
     target, _, alias = inner.replace("\\|", "|").partition("|")
     if alias.strip():
         return alias.strip()
-    return " > ".join(part.strip().lstrip("^") for part in target.split("#") if part.strip().lstrip("^"))
+    note, *headings = target.split("#")
+    parts = [note.rstrip("/").rpartition("/")[2], *headings]
+    return " > ".join(part.strip().lstrip("^") for part in parts if part.strip().lstrip("^"))
 
 
 def readable(body: str, title: str | None = None) -> str:
@@ -221,6 +226,7 @@ def readable(body: str, title: str | None = None) -> str:
     out: list[str] = []
     lines = text.split("\n")
     skip_to = -1
+    unfilled = _unfilled_tables(lines)
     blocks = iter(fences(text))
     block = next(blocks, None)
     offset = 0
@@ -238,6 +244,8 @@ def readable(body: str, title: str | None = None) -> str:
                 continue
             line = _QUOTE.sub("", line)
             out.append(_links_as_text(line) if language in LINKED_BLOCKS else line)
+            continue
+        if number in unfilled:
             continue
         titled = _CALLOUT_MARK.match(_QUOTE.sub("", line))
         out.extend(_CALLOUT_TITLE + part if titled and part.strip() else part for part in _readable_line(line, title))
@@ -270,6 +278,25 @@ def _without_empty_sections(lines: list[str]) -> list[str]:
             content_below = [True] * 7
         kept.append(line)
     return [line.removeprefix(_CALLOUT_TITLE) for line in reversed(kept)]
+
+
+def _unfilled_tables(lines: list[str]) -> set[int]:
+    """The lines of tables with no filled row, header included: a template's table nobody filled in
+    ("| Item | Cost |" over "|  |  |"). Empty rows and rules go anyway (_readable_line); left alone, the header
+    was what the LLM read under "Special Items" for 193 Thellade shops and taverns."""
+    unfilled: set[int] = set()
+    rows = [_QUOTE.sub("", line).strip() for line in lines]
+    start = 0
+    while start < len(rows):
+        end = start
+        while end < len(rows) and "|" in rows[end]:
+            end += 1
+        table = rows[start:end]
+        if len(table) >= 2 and _TABLE_RULE.match(table[1]) and \
+                not any(_HAS_WORD.search(_inline(row)) for row in table[2:]):
+            unfilled.update(range(start, end))
+        start = max(end, start + 1)
+    return unfilled
 
 
 def _stray_fence_end(lines: list[str], opening: int) -> int:

@@ -163,7 +163,7 @@ def test_a_note_without_a_description_gets_the_one_the_build_gives_it(vault, tmp
     assert "* [Gatehouse](Gatehouse.md) - The gatehouse leans north." in (out / "Places" / "index.md").read_text()
 
 
-def test_a_link_shows_what_the_reader_saw_in_obsidian(tmp_path):
+def test_a_link_shows_its_shown_text(tmp_path):
     # Before: a link through an alias showed the note's file name, so "Dornal Syle", the name the
     # impostor used, became "Vaust Hadrinel" in the converted text; and [[Note#Heading]] lost its heading.
     vault = write_bundle(tmp_path / "vault", {
@@ -180,7 +180,7 @@ def test_a_link_shows_what_the_reader_saw_in_obsidian(tmp_path):
     target = "../People/Vaust%20Hadrinel.md"
     assert f"[Dornal Syle]({target}) paid in gold." in session  # [[Alias]] shows the alias
     assert f"[The merchant]({target}) left early." in session  # [[T|shown]] shows "shown"
-    assert f"[People/Vaust Hadrinel]({target}) is the file" in session  # a path shows as typed
+    assert f"[Vaust Hadrinel]({target}) is the file" in session  # a path reads as its note's name
     assert f"[Vaust Hadrinel > Cover]({target}#cover)" in session  # [[Note#Heading]] is "Note > Heading"
     assert f"[Dornal Syle > Cover]({target}#cover)" in session
     assert f"See [Loot](#loot) and [Vaust Hadrinel]({target})." in session  # [[#Heading]] is "Heading"

@@ -80,7 +80,7 @@ def test_wikilink_forms():
         ("wikilink", "Note", "Note"),
         ("wikilink", "Note", "shown"),
         ("wikilink", "Note#Heading", "Note > Heading"),
-        ("wikilink", "folder/Note", "folder/Note"),
+        ("wikilink", "folder/Note", "Note"),
         ("embed", "embed", "embed"),
         ("wikilink", "a", "b"),
     ]

@@ -160,7 +160,8 @@ def test_meta_bind_infobox_dataview_and_empty_sections_are_left_out_and_the_pros
         "## Overview\nTheme\n*“Where sand meets stone, and roots grasp the sky.”*\n"
         "The administrative and diplomatic hub. Home to the Arcane Embassy, and various noble residences.\n"
         "_Functions:_ Faction headquarters, political intrigue, magical oversight."
-    )  # gone: the js view, the Metadata/Info callouts and tables, "Locations" over its dataview, empty sections
+    )  # gone: the js view, the Metadata/Info callouts and tables, "Locations" over its dataview, empty sections,
+    # and "Special Items" over a table with no filled row (its header was all the LLM read of 193 Thellade shops)
 
 
 def test_a_dataview_query_written_unquoted_inside_a_column_callout_is_left_out():
@@ -174,10 +175,11 @@ def test_a_dataview_query_written_unquoted_inside_a_column_callout_is_left_out()
     )
 
 
-def test_links_read_as_what_obsidian_shows_and_html_comments_and_block_ids_go():
+def test_links_read_as_their_shown_text_and_html_comments_and_block_ids_go():
     text = readable_note("03 Entities/04 NPCs/Vaust Hadrinel.md")
     assert "Currently impersonating Dornal Syle, a missing Arcane Warden." in text  # an alias stays the alias
     assert "\nSeen last at the embassy quarter." in text  # [[Target|shown]] → shown; <br> → a new line
+    assert "Born on the Kanda Isles." in text  # [[01 Campaign/…/Kanda Isles]]: a path reads as its note's name
     assert "frame: Demiplane" not in text and "style:" not in text and "```" not in text  # custom-frames
     assert "GM only" not in text and "^desc-1" not in text
     assert text.startswith("# Vaust Hadrinel\n\n## Overview")
@@ -201,13 +203,21 @@ def test_a_heading_that_is_a_label_with_its_value_removed_becomes_the_title():
     assert "Racial Makeup\n- Humans – 45% (Kandan Natives, Merchant Class)" in text  # <span>/<strong> text kept
 
 
-def test_shown_text_is_what_obsidian_displays():
+def test_shown_text_is_what_obsidian_displays_but_a_path_reads_as_its_note():
     assert shown_text("Vaust Hadrinel|the priest") == "the priest"
     assert shown_text("Dornal Syle") == "Dornal Syle"
     assert shown_text("Ambassadors Row#Overview") == "Ambassadors Row > Overview"
     assert shown_text("#Overview") == "Overview"
     assert shown_text("Note#^block-1") == "Note > block-1"
-    assert shown_text("Folder/Note") == "Folder/Note"
+    assert shown_text("Folder/Note") == "Note"  # as a published vault shows it; Obsidian shows the path
+    assert shown_text("01 Campaign/01 World/Kanda Isles#Overview|") == "Kanda Isles > Overview"
+
+
+def test_a_table_with_no_filled_row_is_left_out_header_and_all_and_a_filled_one_kept():
+    body = ("## Special Items\n\n| Item | Cost |\n| ---- | ---- |\n|      |      |\n"
+            "## Food\n| Name | Description | Cost |\n|---|---|---|\n"
+            "## Services\n| Service | Cost |\n|---|---|\n| Healing | 50 gp |\n|  |  |\n")
+    assert readable(body) == "## Services\n| Service | Cost |\n| Healing | 50 gp |"
 
 
 def test_a_statblock_shows_its_links_as_their_text():
