@@ -79,6 +79,11 @@ TABLES: dict[str, dict[str, Any]] = {
         "description": "sqlite-vec vec0 table (cosine). Nearest chunks: select rowid, distance from "
                        "chunk_vectors where embedding match okf_embed('your text') and k = 10",
     },
+    "template_texts": {
+        "sort_desc": "notes",
+        "description": "Chunk text that 20 or more notes share word for word: a template's words, not the notes'. "
+                       "Redone at each build; a context never shows one as a note's chunk.",
+    },
     "headings": {"description": "Every heading of every concept, for checking links to #headings."},
     "log_entries": {
         "sort_desc": "date",

@@ -950,9 +950,11 @@ SECTIONS_SQL = """select chunks.id, chunks.concept_id, chunks.seq, chunks.headin
     then vec_distance_cosine(chunk_floats.embedding, (select okf_embed(:question))) end as distance
 from chunks left join chunk_floats on chunk_floats.id = chunks.id
 where chunks.concept_id in (select value from json_each(:ids))
+  and chunks.text not in (select text from template_texts)  -- a template's words, not the note's (store.py)
 order by chunks.concept_id, distance is null, distance, chunks.seq"""
 SECTIONS_NO_VECTORS_SQL = """select id, concept_id, seq, heading, text, null as distance from chunks
 where concept_id in (select value from json_each(:ids))
+  and text not in (select text from template_texts)
 order by concept_id, seq"""
 
 

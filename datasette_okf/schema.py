@@ -17,7 +17,7 @@ import sqlite_utils
 import sqlite_vec
 from sqlite_utils.utils import sqlite3  # pysqlite3 where installed, as sqlite-utils and Datasette use
 
-FORMAT_VERSION = "9"
+FORMAT_VERSION = "10"
 MAX_FILE_BYTES = 4 * 1024 * 1024  # the largest note a build reads: every text a database holds is shorter
 FTS_COLUMNS = ["title", "aliases", "description", "tags", "body"]
 FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
@@ -113,6 +113,7 @@ def ensure_schema(db: sqlite_utils.Database) -> None:
         foreign_keys=[("concept_id", "concepts", "id")],
         if_not_exists=True,
     )
+    db["template_texts"].create({"text": str, "notes": int}, pk="text", if_not_exists=True)
     db["headings"].create(
         {"id": int, "concept_id": str, "level": int, "text": str, "slug": str, "line": int},
         pk="id",

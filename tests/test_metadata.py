@@ -55,6 +55,12 @@ def test_concepts_and_edges_get_facets_sort_and_descriptions(vault_db):
     assert "One row per concept" in page and "JSON array; facet it with _facet_array=tags" in page
 
 
+def test_template_texts_come_most_shared_first_and_say_what_they_are(vault_db):
+    table, page = fetch([vault_db], "/myvault/template_texts.json", "/myvault/template_texts")
+    assert "sorted by notes descending" in table["human_description_en"]
+    assert "a template&#39;s words, not the notes&#39;" in page or "a template's words, not the notes'" in page
+
+
 def test_internal_tables_are_hidden_and_concepts_comes_early(vector_vault_db):
     database, home = fetch([vector_vault_db], "/myvault.json", "/.json")
     visible = [t["name"] for t in database["tables"] if not t["hidden"]]

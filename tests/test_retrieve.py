@@ -11,7 +11,7 @@ from datasette_okf.evaluate import evaluate, load_golden
 from datasette_okf.options import MODES
 from datasette_okf.retrieve import classify_intent, connection
 
-from .conftest import ROOT
+from .conftest import ROOT, write_bundle
 
 GOLDEN = ROOT / "examples" / "campaign.golden.json"
 BERT = "Who does the shopkeeper Bert sent the party to in session 3 secretly work for, and since when?"  # golden q09
@@ -580,6 +580,27 @@ def test_an_unfilled_template_is_never_a_seed(tmp_path):
     assert "plugins/01 World/06 Settlements/Eastport" not in [n["id"] for n in result["nodes"]]
     titled = context_for(tmp_path / "p.db", "What is Ambassadors Row like?", mode="keyword")
     assert titled["nodes"][0]["id"] == "plugins/01 World/06 Settlements/Ambassadors Row"  # a written note still is
+
+
+def test_a_template_text_is_never_what_the_context_shows_of_a_note(tmp_path):
+    """495 Thellade places share "Introduction / A script for the GM to read when the party arrive…" word for word;
+    the LLM read it as a shop's best chunk."""
+    from datasette_okf.store import build
+
+    intro = "## Introduction\nA script for the GM to read when the party arrive to this location for the first time.\n"
+    files = {f"Shops/Stall {n}.md": f"# Stall {n}\n\n{intro}\n## Wares\nStall {n} sells lamp oil.\n" for n in range(19)}
+    files["Shops/Alchemical Remedies.md"] = ("---\ndescription: A small kiosk selling healing potions.\n---\n"
+                                            f"# Alchemical Remedies\n\n{intro}\n## Wares\nHealing draughts, 50 gold a "
+                                            "flask, brewed by a retired army medic who swears by marsh mint.\n")
+    vault = write_bundle(tmp_path / "vault", files)
+    build([vault], tmp_path / "v.db", embed=False)
+    result = context_for(tmp_path / "v.db", "Where can I buy healing potions?", mode="keyword")
+    assert result["nodes"][0]["title"] == "Alchemical Remedies"
+    assert "A small kiosk selling healing potions." in result["context"] and "50 gold a flask" in result["context"]
+    assert "A script for the GM" not in result["context"]
+    oil = context_for(tmp_path / "v.db", "Which stall sells lamp oil?", mode="keyword")
+    assert "sells lamp oil" in oil["context"] and "A script for the GM" not in oil["context"]
+    assert "template_texts" in oil["sql"]["sections"]  # the rule is in the statement a user can run
 
 
 def test_a_description_taken_from_the_body_is_not_said_twice(tmp_path):

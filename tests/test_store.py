@@ -819,3 +819,20 @@ def test_jobs_fail_the_build_cleanly_when_a_batch_fails_twice(tmp_path, remote_m
     with pytest.raises(EmbeddingError, match="failed twice"):
         build([bundle], db, model="okf-test-remote", jobs=4, embedding_cache=False)
     assert state() == before  # nothing half-written: the build's transaction was rolled back
+
+
+TEMPLATED = ("# {name}\n\n## Introduction\nA script for the GM to read when the party arrive to this location for the "
+             "first time.\n\n## Overview\n{name} is a harbour town known for {trade}.\n")
+
+
+def test_a_chunk_twenty_notes_share_word_for_word_is_a_template_text_redone_at_each_build(tmp_path):
+    files = {f"Places/Town {n}.md": TEMPLATED.format(name=f"Town {n}", trade=f"trade number {n}") for n in range(20)}
+    vault = write_bundle(tmp_path / "vault", files)
+    db_path = tmp_path / "out.db"
+    build([vault], db_path, embed=False)
+    rows = sqlite_utils.Database(db_path).execute("select text, notes from template_texts").fetchall()
+    assert rows == [("A script for the GM to read when the party arrive to this location for the first time.", 20)]
+    # each Overview is a note's own, and 20 notes is where a template starts
+    (vault / "Places" / "Town 0.md").unlink()
+    build([vault], db_path, embed=False, prune=True)
+    assert sqlite_utils.Database(db_path)["template_texts"].count == 0  # 19 copies left: a note's text again
