@@ -27,24 +27,41 @@ class Chunk:
     text: str
 
 
-def split_into_chunks(text: str, max_words: int = MAX_WORDS) -> list[Chunk]:
-    """Cut a note's readable text at its headings (outside code), then into pieces of at most `max_words`."""
+HEADING_PATH = " > "  # between a chunk's parent heading and its own: "Heavy Blows > Epic Feat"
+
+
+def split_into_chunks(text: str, max_words: int = MAX_WORDS, title: str | None = None) -> list[Chunk]:
+    """Cut a note's readable text at its headings (outside code), then into pieces of at most `max_words`. A
+    chunk's heading is its parent heading and its own ("Heavy Blows > Epic Feat": 13th Age writes an "Epic Feat"
+    under each of a class's talents), unless the parent is a level-1 heading or the note's title."""
     sections: list[tuple[str | None, list[str]]] = [(None, [])]
     code = [(block.start, block.end) for block in fences(text)]
+    open_headings: list[tuple[int, str]] = []  # (level, text) of the headings the line is under
     offset = 0
     for line in text.split("\n"):
         start, offset = offset, offset + len(line) + 1
         found = None if any(a <= start < b for a, b in code) else heading(line)
         if found:
-            sections.append((_clean_heading(found[1]), []))
+            level, written = found[0], _clean_heading(found[1])
+            while open_headings and open_headings[-1][0] >= level:
+                open_headings.pop()
+            parent = open_headings[-1] if open_headings else None
+            open_headings.append((level, written))
+            named = parent is not None and parent[0] > 1 and parent[1].casefold() != (title or "").casefold()
+            sections.append((f"{parent[1]}{HEADING_PATH}{written}" if parent and named else written, []))
         else:
             sections[-1][1].append(line)
 
     chunks: list[Chunk] = []
-    for title, lines in sections:
+    for path, lines in sections:
         for piece in _pieces("\n".join(lines), max_words):
-            chunks.append(Chunk(len(chunks), title, piece))
+            chunks.append(Chunk(len(chunks), path, piece))
     return chunks or [Chunk(0, None, "")]  # still findable by title and description
+
+
+def own_heading(path: str | None) -> str:
+    """A chunk's own heading, without its parent's: what an `#anchor` names."""
+    return (path or "").rpartition(HEADING_PATH)[2]
 
 
 def embedding_text(title: str, description: str | None, heading: str | None, text: str) -> str:

@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 
 import sqlite_utils
 
+from .chunks import own_heading
 from .embed import EmbeddingError, canonical_id, embed_query
 from .graph import WalkOptions
 from .markdown import slug
@@ -997,7 +998,7 @@ def fill_budget(question: str, nodes: list[Node], chunks: dict[str, list[dict[st
             break
         pieces = chunks.get(node.id, [])
         if node.anchor:  # an anchored link arrives at its section
-            pieces = sorted(pieces, key=lambda c: slug(c.get("heading") or "") != slug(node.anchor))
+            pieces = sorted(pieces, key=lambda c: slug(own_heading(c.get("heading"))) != slug(node.anchor))
         first = chunk_block(pieces[0]) if pieces and pieces[0]["text"] else ""
         fields = node.header_fields()
         if fields.get("description") and fields["description"].removesuffix("...") in first:

@@ -623,7 +623,7 @@ def _write_chunks(db: sqlite_utils.Database, concepts: list[Concept]) -> None:
     kept: list[tuple[int, int, str | None]] = []
     new_rows = []
     for concept in concepts:
-        for chunk in [] if concept.is_index else split_into_chunks(concept.body):
+        for chunk in [] if concept.is_index else split_into_chunks(concept.body, title=concept.title):
             digest = text_hash(embedding_text(concept.title, concept.description, chunk.heading, chunk.text))
             reusable = old.get((concept.id, digest))
             if reusable:

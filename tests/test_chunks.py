@@ -1,6 +1,6 @@
 """Concepts are cut at their headings into pieces of at most ~200 words."""
 
-from datasette_okf.chunks import embedding_text, split_into_chunks
+from datasette_okf.chunks import embedding_text, own_heading, split_into_chunks
 from datasette_okf.markdown import readable
 
 
@@ -88,3 +88,17 @@ def test_chunk_headings_are_the_headings_the_build_lists():
 def test_a_fence_in_a_callout_ends_with_the_callout():
     body = "> [!info]\n> ```dataview\n> TABLE x\n## After\n\nPlain prose line.\n"
     assert [(c.heading, c.text) for c in split_into_chunks(readable(body))] == [("After", "Plain prose line.")]
+
+
+def test_a_chunk_heading_names_its_parent_unless_that_is_the_title_or_a_level_one_heading():
+    """13th Age writes an "Epic Feat" under each of a class's talents: alone, "Epic Feat / Bonus increases to +3."
+    said neither to the LLM nor to the model whose feat it was."""
+    body = ("# Fighter\nFighters hit hard.\n## Class Talents\nChoose three.\n### Heavy Blows\nAny natural even miss."
+            "\n#### Epic Feat\nBonus increases to +3.\n### Cleave\nOnce per battle.\n#### Epic Feat\nMove first.\n"
+            "## Stats\nHit points.\n")
+    assert [c.heading for c in split_into_chunks(body, title="Fighter")] == [
+        "Fighter", "Class Talents", "Class Talents > Heavy Blows", "Heavy Blows > Epic Feat", "Class Talents > Cleave",
+        "Cleave > Epic Feat", "Stats"]
+    titled = "## Boba\nA port city.\n### Overview\nBig.\n"  # the note's title as its first heading
+    assert [c.heading for c in split_into_chunks(titled, title="Boba")] == ["Boba", "Overview"]
+    assert own_heading("Heavy Blows > Epic Feat") == "Epic Feat" and own_heading(None) == ""

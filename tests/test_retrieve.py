@@ -603,6 +603,22 @@ def test_a_template_text_is_never_what_the_context_shows_of_a_note(tmp_path):
     assert "template_texts" in oil["sql"]["sections"]  # the rule is in the statement a user can run
 
 
+def test_a_link_to_a_heading_arrives_at_that_section_even_under_a_parent_heading(tmp_path):
+    from datasette_okf.store import build
+
+    vault = write_bundle(tmp_path / "vault", {
+        "Harbour.md": "# Harbour\nThe harbour master keeps a ledger of every ship; see [[Dock Office#Secrets|what the clerks hide]].\n",
+        "Dock Office.md": ("# Dock Office\n## Overview\nA squat building by the quay, where tariffs are paid.\n"
+                           "### Secrets\nThe clerk forges tariffs for the Black Gulls.\n## Staff\nThree clerks.\n"),
+    })
+    build([vault], tmp_path / "v.db", embed=False)
+    result = context_for(tmp_path / "v.db", "What does the harbour master keep?")
+    walked = next(n for n in result["nodes"] if n["title"] == "Dock Office")
+    assert walked["via"].startswith("hop 1 via vault/Harbour")
+    block = result["context"][result["context"].index("### Dock Office"):]
+    assert "#### Overview > Secrets\nThe clerk forges tariffs" in block and "#### Overview\n" not in block
+
+
 def test_a_description_taken_from_the_body_is_not_said_twice(tmp_path):
     from datasette_okf.store import build
 
