@@ -68,6 +68,7 @@ class Concept:
     type_source: str | None = None  # frontmatter | folder (inferred for a vault) | log (OKF §9); None: no type
     description_source: str | None = None  # frontmatter | body (its first sentence of its own)
     is_stub: bool = False  # a template with nothing filled in: never a seed
+    template_lines: frozenset[str] = frozenset()  # digests of its prose lines that are a template's (template_share)
 
 
 @dataclass
@@ -400,6 +401,7 @@ def describe_and_find_stubs(concepts: list[Concept], facts: dict[str, dict[str, 
     for c in notes:
         lines = facts[c.id]["lines"]
         own = [i for i, (line_digest, _, _) in enumerate(lines) if line_digest not in template]
+        c.template_lines = frozenset(digest for digest, _, prose in lines if prose and digest in template)
         # a template's lines and (almost) nothing else, or no text at all; a short note of its own is no stub
         c.is_stub = sum(lines[i][1] for i in own) < STUB_WORDS and (len(own) < len(lines) or not own)
         if c.description is None:
@@ -409,12 +411,23 @@ def describe_and_find_stubs(concepts: list[Concept], facts: dict[str, dict[str, 
                 c.description, c.description_source = sentence, "body"
             else:  # nothing of its own to quote: say what and where it is, not a template's words
                 c.description, c.description_source = _placement(c), "folder"
-        inferred = json.dumps([c.type, c.type_source, c.description, c.is_stub], ensure_ascii=False)
+        inferred = json.dumps([c.type, c.type_source, c.description, c.is_stub, sorted(c.template_lines)],
+                              ensure_ascii=False)
         c.content_hash = hashlib.sha256(f"{c.content_hash}:{inferred}".encode()).hexdigest()
 
 
 def _digest(line: str) -> str:
     return hashlib.blake2b(line.encode(), digest_size=8).hexdigest()
+
+
+def template_share(text: str, template_lines: frozenset[str]) -> float:
+    """The share of a chunk's words in lines its note has from a template (describe_and_find_stubs): 1.0 for
+    Thellade's session prep checklists ("- [x] Intro → Exploration → Conflict → Resolution flow sketched" in 9
+    session notes), which the question's "session" made the nearest chunk of "What happened in session 7?"."""
+    lines = _content_lines(text)
+    words = sum(len(line.split()) for line, _ in lines)
+    shared = sum(len(line.split()) for line, _ in lines if _digest(line) in template_lines)
+    return round(shared / words, 2) if words else 0.0
 
 
 def _placement(concept: Concept) -> str:

@@ -952,24 +952,32 @@ SECTIONS_SQL = """select chunks.id, chunks.concept_id, chunks.seq, chunks.headin
 from chunks left join chunk_floats on chunk_floats.id = chunks.id
 where chunks.concept_id in (select value from json_each(:ids))
   and chunks.text not in (select text from template_texts)  -- a template's words, not the note's (store.py)
-order by chunks.concept_id, distance is null, distance, chunks.seq"""
-SECTIONS_NO_VECTORS_SQL = """select id, concept_id, seq, heading, text, null as distance from chunks
+order by chunks.concept_id, distance is null, distance + :template_penalty * chunks.template_share, chunks.seq"""
+SECTIONS_NO_VECTORS_SQL = """select id, concept_id, seq, heading, text, null as distance, template_share from chunks
 where concept_id in (select value from json_each(:ids))
   and text not in (select text from template_texts)
 order by concept_id, seq"""
+# A chunk's cosine distance counts this much more when all its words are in lines its note has from a template (in
+# more than 3 notes with other text, bundle.describe_and_find_stubs): a nudge, not a rule. Thellade's session 7 had
+# its prep checklist ("- [x] Intro → Exploration → …", share 1.0) 0.005 nearer "What happened in Group 2's session
+# 7?" than its transcript notes. Sorting such chunks last instead would put 13th Age's "Basic Attacks > Melee
+# Attack", which four classes share word for word, behind every other chunk of a class whatever the question.
+TEMPLATE_PENALTY = 0.02
 
 
 def sections(query: Query, nodes: list[Node]) -> dict[str, list[dict[str, Any]]]:
-    """Each node's chunks, the one nearest the question first."""
+    """Each node's chunks, the one nearest the question first (a template's lines a little farther)."""
     vectors = query.uses_vectors
     rows = query.run("sections", SECTIONS_SQL if vectors else SECTIONS_NO_VECTORS_SQL,
-                     {"question": query.question, "ids": json.dumps([n.id for n in nodes])})
+                     {"question": query.question, "ids": json.dumps([n.id for n in nodes]),
+                      "template_penalty": TEMPLATE_PENALTY})
     by_concept: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
         by_concept.setdefault(row["concept_id"], []).append(row)
     if not vectors:
         for chunks in by_concept.values():
-            chunks.sort(key=lambda c: -coverage(query.question, f"{c['heading'] or ''} {c['text']}"))
+            chunks.sort(key=lambda c: (-coverage(query.question, f"{c['heading'] or ''} {c['text']}"),
+                                       c["template_share"]))
     return by_concept
 
 

@@ -107,7 +107,7 @@ def ensure_schema(db: sqlite_utils.Database) -> None:
     db["chunks"].create(
         {
             "id": int, "concept_id": str, "seq": int, "heading": str, "text": str,
-            "content_hash": str, "embedded_with": str,
+            "content_hash": str, "embedded_with": str, "template_share": float,
         },
         pk="id",
         foreign_keys=[("concept_id", "concepts", "id")],

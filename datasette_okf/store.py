@@ -30,7 +30,7 @@ import sqlite_utils
 from sqlite_utils.utils import sqlite3  # pysqlite3 where installed, as sqlite-utils and Datasette use
 
 from . import __version__
-from .bundle import Bundle, Concept, ScannedBundle, cache_key, parse_bundle, rows, scan_bundle
+from .bundle import Bundle, Concept, ScannedBundle, cache_key, parse_bundle, rows, scan_bundle, template_share
 from .calibrate import calibrate, chunk_counts, needs_calibration
 from .chunks import embedding_text, split_into_chunks, text_hash
 from .derived import DerivedFileError, write_derived
@@ -481,6 +481,7 @@ def _write_derived(output: Path, into_bundles: Iterable[str], unchanged: bool) -
 
 def _concept_row(concept) -> dict:
     row = rows([concept])[0]
+    del row["template_lines"]  # read into chunks.template_share, not a column of its own
     for column in ("tags", "aliases", "frontmatter", "sources"):
         row[column] = json.dumps(row[column], ensure_ascii=False)
     row["is_index"], row["is_stub"] = int(row["is_index"]), int(row["is_stub"])
@@ -620,22 +621,24 @@ def _write_chunks(db: sqlite_utils.Database, concepts: list[Concept]) -> None:
         "select id, concept_id, content_hash from chunks where concept_id in (select value from json_each(?))", [ids]
     ):
         old.setdefault((concept_id, digest), []).append(chunk_id)
-    kept: list[tuple[int, int, str | None]] = []
+    kept: list[tuple[int, int, str | None, float]] = []
     new_rows = []
     for concept in concepts:
         for chunk in [] if concept.is_index else split_into_chunks(concept.body, title=concept.title):
             digest = text_hash(embedding_text(concept.title, concept.description, chunk.heading, chunk.text))
+            share = template_share(chunk.text, concept.template_lines)
             reusable = old.get((concept.id, digest))
             if reusable:
-                kept.append((reusable.pop(), chunk.seq, chunk.heading))
+                kept.append((reusable.pop(), chunk.seq, chunk.heading, share))
             else:
                 new_rows.append(
-                    {"concept_id": concept.id, "seq": chunk.seq, "heading": chunk.heading,
-                     "text": chunk.text, "content_hash": digest, "embedded_with": None}
+                    {"concept_id": concept.id, "seq": chunk.seq, "heading": chunk.heading, "text": chunk.text,
+                     "content_hash": digest, "embedded_with": None, "template_share": share}
                 )
     stale = [chunk_id for leftovers in old.values() for chunk_id in leftovers]
     _delete_chunks(db, "id in (select value from json_each(?))", [json.dumps(stale)])
-    db.conn.executemany("update chunks set seq = ?, heading = ? where id = ?", [(seq, h, i) for i, seq, h in kept])
+    db.conn.executemany("update chunks set seq = ?, heading = ?, template_share = ? where id = ?",
+                        [(seq, h, share, i) for i, seq, h, share in kept])
     db["chunks"].insert_all(new_rows)
 
 

@@ -331,6 +331,25 @@ def test_what_the_build_infers_is_part_of_a_concepts_hash(tmp_path):
     assert after["a/solo"].is_stub and after["a/solo"].content_hash != before["a/solo"].content_hash
 
 
+SESSION = ("# Session {n}\n\n## Prep\n- [x] Intro → Exploration → Conflict → Resolution flow sketched\n"
+           "- [x] Last session notes reviewed\n\n## Recap\nThe party {did} at the docks.\n")
+
+
+def test_a_chunk_of_a_templates_lines_has_a_template_share_of_one(tmp_path):
+    """Thellade's 16 session notes each carry the template's prep checklist: the lines are in more than 3 notes
+    whose text differs, so they are the template's (the note's own recap is not)."""
+    from datasette_okf.bundle import template_share
+    from datasette_okf.chunks import split_into_chunks
+
+    deeds = ["fought smugglers", "met the harbour master", "lost the ledger", "found the map"]
+    bundle = read(write_bundle(tmp_path / "v", {f"s{n}.md": SESSION.format(n=n, did=did) for n, did in enumerate(deeds)}))
+    note = bundle.concepts[0]
+    shares = {c.heading: template_share(c.text, note.template_lines) for c in split_into_chunks(note.body)}
+    assert shares == {"Prep": 1.0, "Recap": 0.0}
+    three = read(write_bundle(tmp_path / "w", {f"s{n}.md": SESSION.format(n=n, did=did) for n, did in enumerate(deeds[:3])}))
+    assert three.concepts[0].template_lines == frozenset()  # in 3 notes: still each note's own
+
+
 def test_a_short_note_of_its_own_is_no_stub_but_an_empty_one_is(tmp_path):
     bundle = read(write_bundle(tmp_path / "v", {"far.md": "Gone north.\n", "links.md": "[far](far.md)\n",
                                                 "empty.md": "# Empty\n\n## Notes\n"}))

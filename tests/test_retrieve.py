@@ -603,6 +603,26 @@ def test_a_template_text_is_never_what_the_context_shows_of_a_note(tmp_path):
     assert "template_texts" in oil["sql"]["sections"]  # the rule is in the statement a user can run
 
 
+def test_a_chunk_of_a_templates_lines_comes_after_one_as_near_of_the_notes_own(tmp_path, campaign_db):
+    """Thellade's session 7 had its prep checklist 0.005 nearer "What happened in Group 2's session 7?" than its
+    transcript: a template's lines now count TEMPLATE_PENALTY farther, and without vectors break a tie."""
+    from datasette_okf.retrieve import TEMPLATE_PENALTY
+    from datasette_okf.store import build
+
+    session = ("---\ndescription: A night of play.\n---\n# Session {n}\n\n## Prep\n- [x] Docks scene sketched\n"
+               "- [x] Last notes reviewed\n\n## Recap\nAt the docks the party {did}.\n")
+    deeds = ["fought smugglers", "met the harbour master", "lost the ledger", "found the map"]
+    vault = write_bundle(tmp_path / "vault", {f"Session {n}.md": session.format(n=n, did=d) for n, d in enumerate(deeds)})
+    build([vault], tmp_path / "v.db", embed=False)
+    result = context_for(tmp_path / "v.db", "What happened at the docks in Session 2?", mode="keyword")
+    block = result["context"][result["context"].index("### Session 2"):]
+    assert block.index("#### Recap") < block.index("#### Prep")  # both cover "docks": the note's own first
+    with_vectors = context_for(campaign_db, "Who runs the harbour?")
+    assert "template_penalty" in with_vectors["sql"]["sections"]
+    assert with_vectors["params"]["sections"]["template_penalty"] == TEMPLATE_PENALTY
+    assert 0 < TEMPLATE_PENALTY < 0.05  # a nudge among near chunks, never a reason to hide one
+
+
 def test_a_link_to_a_heading_arrives_at_that_section_even_under_a_parent_heading(tmp_path):
     from datasette_okf.store import build
 
