@@ -736,9 +736,16 @@ named as (
   select distinct reach.id, reach.start as after, unmet.pair
   from reach join reached_numbers on reached_numbers.id = reach.id
   join unmet on unmet.word = reached_numbers.word and unmet.number in (in_title, in_path)
+),
+answered as (  -- a found note the question names ("session 7", come over a `next` edge), next to a found member
+  select distinct adjacent.id, coalesce(adjacent.after, adjacent.before) as after, pairs.pair
+  from adjacent join concepts on concepts.id = adjacent.id
+  join pairs on pairs.number in (okf_number_after(concepts.title, pairs.word), okf_number_after(concepts.path, pairs.word))
 )"""
 _NAMED_ROWS = """union all
 select id, after, null, 'named', pair from named
+union all
+select id, after, null, 'answered', pair from answered
 """
 # The whole statement; a question that names no member by number runs it without the named part (0.2 ms less).
 SERIES_SQL = _SERIES_SQL.format(named_ctes=_NAMED_CTES, named_rows=_NAMED_ROWS)
@@ -770,10 +777,11 @@ def series(query: Query, nodes: list[Node]) -> list[Node]:
               "ends": int(bool(_SEQUENCE_QUESTION.search(query.question))),
               "named": json.dumps(numbered(query.question)), "reach": SERIES_REACH}
     rows = query.run("series", SERIES_SQL if params["named"] != "[]" else SERIES_UNNAMED_SQL, params)
-    best = {pair: _best_named(rows, pair, score) for pair in {row["pair"] for row in rows if row["role"] == "named"}}
+    named = [row for row in rows if row["role"] == "named"]
+    best = {pair: _best_named(named, pair, score) for pair in {row["pair"] for row in named}}
     added: dict[str, Node] = {}
     for row in rows:
-        if row["role"] == "adjacent" or row["role"] == "named" and row is not best[row["pair"]]:
+        if row["role"] in ("adjacent", "answered") or row["role"] == "named" and row is not best[row["pair"]]:
             continue
         share = SERIES_SHARE if ordered or row["role"] == "named" else WALK_SHARE
         wanted = round(min(score[i] for i in (row["after"], row["before"]) if i in score) * share, 6)
@@ -784,6 +792,10 @@ def series(query: Query, nodes: list[Node]) -> list[Node]:
                                 {"kind": "series", "role": row["role"], "after": row["after"], "before": row["before"]})
     if ordered:  # sessions found next to each other, however they came, follow each other: 6, then 7, then 8
         _in_order(nodes, [(row["after"] or row["before"], row["id"]) for row in rows if row["role"] == "adjacent"])
+    answered = [row for row in rows if row["role"] == "answered"]
+    # "Group 2's session 7": the walk brought session 7 from session 6, a seed, at half its score; it follows it
+    _in_order(nodes, [(row["after"], row["id"]) for row in
+                      (_best_named(answered, pair, score) for pair in {row["pair"] for row in answered})])
     return _marked_stale(query, list(added.values()))
 
 

@@ -366,6 +366,26 @@ def test_a_session_the_question_names_by_number_comes_from_the_series_it_found(t
     assert _best_named(rows, '["session", 9]', {c3s10: 0.01, c4s11: 0.03})["id"] == "b"
 
 
+def test_a_session_the_question_names_that_the_walk_brought_follows_its_neighbour(tmp_path):
+    """"What happened in Group 2's session 7?" (Thellade): the question's words found session 6, and the walk
+    brought session 7 over its `next` edge at half session 6's score, behind four weaker seeds. The question names
+    it: it now follows session 6; the other campaign's session 7 stays where it was."""
+    from datasette_okf.store import build
+
+    text = {(2, 6): "What happened: Group 2 fought the cultists in the hollow flame.", (2, 7): "Gods marked them.",
+            (2, 8): "They sailed home.", (3, 6): "Group 3 met.", (3, 7): "Rain fell on the market.",
+            (3, 8): "What happened at the market."}
+    files = {f"Sessions/Campaign {c}/Campaign {c} - Session {n:02d} - Part {n}.md": f"---\ntitle: Part {c}{n}\n---\n{t}\n"
+             for (c, n), t in text.items()}
+    build([write_bundle(tmp_path / "vault", files)], tmp_path / "v.db", embed=False)
+    result = context_for(tmp_path / "v.db", "What happened in Group 2's session 7?")
+    nodes = {n["title"]: n for n in result["nodes"]}
+    assert nodes["Part 27"]["via"].startswith("hop 1 via vault/Sessions/Campaign 2/Campaign 2 - Session 06")
+    assert nodes["Part 27"]["score"] == round(nodes["Part 26"]["score"] * 0.99, 6)
+    assert [n["title"] for n in result["nodes"]][:2] == ["Part 26", "Part 27"]
+    assert "Part 37" not in nodes or nodes["Part 37"]["score"] < nodes["Part 38"]["score"] * 0.99
+
+
 def test_the_frontmatter_links_of_the_note_asked_about_reach_the_llm_as_facts(tmp_path):
     """A vault keeps what an NPC belongs to in frontmatter ("organization: [[The Sable Accord]]"), which the note's
     text need not say: the first note's first PROPERTY_FACTS links come as fact lines; other notes' do not (all of
