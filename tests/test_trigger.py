@@ -221,6 +221,12 @@ class TooSlow(BaseException):
     """Raised by the alarm, so a quadratic path fails the test in seconds instead of running for minutes."""
 
 
+# A linear path on these 1 MB inputs takes a fifth of a second with Python's start-up, a quadratic one minutes (the
+# alarm stops it at 10 s). The bound leaves a loaded machine room: at 0.2 s one CI run failed at 0.215 s while a
+# benchmark shared the cores. How fast it is, is benchmarks/trigger.py's to say (README, "The prompt hook").
+LINEAR = 2.0
+
+
 def best_of_3(call, give_up_after: float = 10.0) -> float:
     """Seconds taken by the fastest of three calls: the machine is shared, the minimum is the signal."""
     def give_up(signum, frame):
@@ -272,9 +278,9 @@ def many_keywords(tmp_path):
 
 
 @pytest.mark.parametrize("name", ADVERSARIAL_PROMPTS)
-def test_a_1_mb_adversarial_prompt_takes_under_200_ms(many_keywords, name):
+def test_a_1_mb_adversarial_prompt_is_read_in_linear_time(many_keywords, name):
     stdin = json.dumps({"prompt": ADVERSARIAL_PROMPTS[name] + " Teodor Vask?"})
-    assert best_of_3(lambda: run(str(many_keywords), stdin)) < 0.2
+    assert best_of_3(lambda: run(str(many_keywords), stdin)) < LINEAR
     assert "Teodor Vask" in run(str(many_keywords), stdin)
 
 
@@ -291,15 +297,15 @@ def nested(depth: int) -> list:
     {"message": {"content": [{"type": "text", "text": "words"}] * 30_000 + [{"type": "text", "text": "Teodor Vask"}]}},
     {"prompt": [[]] * 250_000 + ["Teodor Vask"]},
 ], ids=["lists 450 deep", "30,000 content parts", "250,000 empty lists"])
-def test_a_1_mb_payload_of_any_shape_takes_under_200_ms(many_keywords, payload):
+def test_a_1_mb_payload_of_any_shape_is_read_in_linear_time(many_keywords, payload):
     stdin = json.dumps(payload)
-    assert best_of_3(lambda: run(str(many_keywords), stdin)) < 0.2
+    assert best_of_3(lambda: run(str(many_keywords), stdin)) < LINEAR
     assert "Teodor Vask" in run(str(many_keywords), stdin)
 
 
 def test_json_too_deep_to_read_means_no_nudge_quickly(many_keywords):
     too_deep = '{"prompt": ' + "[" * MB + "]" * MB + "}"
-    assert best_of_3(lambda: run(str(many_keywords), too_deep)) < 0.2
+    assert best_of_3(lambda: run(str(many_keywords), too_deep)) < LINEAR
     assert run(str(many_keywords), too_deep) == ""
 
 
@@ -309,17 +315,17 @@ def test_only_the_first_MAX_PROMPT_characters_are_examined(keywords):
     assert "Mira Vell" in hook(keywords, {"prompt": filler[: cap - len(" Mira Vell")] + " Mira Vell"})
     assert hook(keywords, {"prompt": filler[:cap] + " Mira Vell"}) == ""
     ten_mb = json.dumps({"prompt": "<context " * (10 * MB // 9) + " Mira Vell"})
-    assert best_of_3(lambda: run(str(keywords), ten_mb)) < 0.2
+    assert best_of_3(lambda: run(str(keywords), ten_mb)) < LINEAR
 
 
-def test_the_hook_command_on_a_1_mb_adversarial_prompt_takes_under_200_ms(many_keywords):
+def test_the_hook_command_on_a_1_mb_adversarial_prompt_runs_in_linear_time(many_keywords):
     """End to end, Python's start-up included (`python -c pass` alone takes 20-30 ms here)."""
     prompt = ADVERSARIAL_PROMPTS["500,000 one-letter words between non-ASCII spaces"] + " Teodor Vask?"
     command = [sys.executable, "-m", "datasette_okf.trigger", str(many_keywords)]
     stdin = json.dumps({"prompt": prompt})
     said = []
     assert best_of_3(lambda: said.append(subprocess.run(command, input=stdin, capture_output=True, text=True,
-                                                        timeout=30).stdout)) < 0.2
+                                                        timeout=30).stdout)) < LINEAR
     assert all("Teodor Vask" in out for out in said)
 
 
