@@ -38,7 +38,7 @@ from .render import (
 )
 from .schema import check_format, read_meta, stored_model, vectors_progress
 from .sqlfunctions import prepare_connection
-from .titles import MAX_QUESTION, STOPWORDS, coverage, numbered, spoken_names, words
+from .titles import MAX_QUESTION, STOPWORDS, coverage, number_after, numbered, spoken_names, words
 
 T = TypeVar("T")
 RRF_K = 60
@@ -421,6 +421,9 @@ def gate(query: Query, fused: list[dict[str, Any]]) -> tuple[bool, str]:
         return True, "the question names a concept's title or alias"
     if unknown:
         return False, f"the question names {', '.join(unknown)}, which no note mentions"
+    missing = _missing_member(query, fused)
+    if missing:
+        return False, missing
     options = query.options
     if keyword:
         texts = query.conn.execute(
@@ -442,6 +445,48 @@ def gate(query: Query, fused: list[dict[str, Any]]) -> tuple[bool, str]:
         f"no title named, keyword coverage at most {options.coverage_threshold:.0%}, "
         f"best vector similarity {best:.2f} below {threshold:.2f}"
     )
+
+
+# The series of the notes the lists found, SERIES_REACH notes either way along `next` edges: the file names of
+# those whose path carries a word the question numbers ("session")
+SERIES_MEMBERS_SQL = """with recursive reach(id, steps, direction) as (
+  select value, 0, 1 from json_each(:found)
+  union all
+  select value, 0, -1 from json_each(:found)
+  union all
+  select edges.dst, reach.steps + 1, 1 from reach join edges on edges.src = reach.id and edges.kind = 'sequence'
+  where reach.direction = 1 and reach.steps < :reach
+  union all
+  select edges.src, reach.steps + 1, -1 from reach join edges on edges.dst = reach.id and edges.kind = 'sequence'
+  where reach.direction = -1 and reach.steps < :reach
+)
+select distinct concepts.path from reach join concepts on concepts.id = reach.id
+where instr(lower(concepts.path), :word)
+  and (exists (select 1 from edges where edges.src = reach.id and edges.kind = 'sequence')
+       or exists (select 1 from edges where edges.dst = reach.id and edges.kind = 'sequence'))"""
+
+
+def _missing_member(query: Query, fused: list[dict[str, Any]]) -> str | None:
+    """Why the question is about a series member no note is, if it is: "What happened to Campaign Group 6 during
+    their session 9?" — the series whose file names carry the question's other number ("Campaign 6 - Session 07 -
+    …") has sessions 6 to 8. Only with two numbers, so that one picks the series; like a name no note mentions."""
+    pairs = numbered(query.question)
+    for word, number in pairs if len(pairs) > 1 else []:
+        others = {n for w, n in pairs if w != word}
+        members = []
+        params = {"found": json.dumps([row["id"] for row in fused]), "reach": SERIES_REACH, "word": word}
+        for row in query.run("members", SERIES_MEMBERS_SQL, params):
+            name = row["path"].rsplit("/", 1)[-1].removesuffix(".md")
+            own = number_after(name, word)
+            rest = [int(n) for n in re.findall(r"\d+", name)]
+            if own is not None and own in rest:
+                rest.remove(own)
+                if others & set(rest):
+                    members.append(own)
+        if members and number not in members:
+            return (f"the question names {word} {number}, and its series has {word} "
+                    f"{', '.join(str(n) for n in sorted(set(members)))} only")
+    return None
 
 
 UNKNOWN_NAMES_SQL = """

@@ -386,6 +386,27 @@ def test_a_session_the_question_names_that_the_walk_brought_follows_its_neighbou
     assert "Part 37" not in nodes or nodes["Part 37"]["score"] < nodes["Part 38"]["score"] * 0.99
 
 
+def test_a_question_about_a_session_its_series_does_not_have_is_refused(tmp_path):
+    """"What happened to Campaign Group 6 during their session 9 in Kanda?" (Thellade, out of the bundle): Campaign
+    6's sessions are 6 to 8. The question's other number picks the series; a session it lacks is like a name no
+    note mentions. Campaign 3's session 9 says nothing of Group 6."""
+    from datasette_okf.retrieve import SERIES_MEMBERS_SQL
+    from datasette_okf.store import build
+
+    files = {f"Sessions/Campaign {c}/Campaign {c} - Session {n:02d} - Part {n}.md":
+             f"# Part {c}{n}\nGroup {c} sailed to Kanda and fought at the docks in session {n}.\n"
+             for c, last in ((6, 8), (3, 9)) for n in range(6, last + 1)}
+    build([write_bundle(tmp_path / "vault", files)], tmp_path / "v.db", embed=False)
+    refused = context_for(tmp_path / "v.db", "What happened to Campaign Group 6 during their session 9 in Kanda?")
+    assert not refused["confident"] and refused["nodes"] == []
+    assert refused["reason"] == "the question names session 9, and its series has session 6, 7, 8 only"
+    assert refused["sql"]["members"] == SERIES_MEMBERS_SQL
+    assert context_for(tmp_path / "v.db", "What happened to Group 3 during their session 9 in Kanda?")["confident"]
+    assert context_for(tmp_path / "v.db", "What happened to Group 6 during their session 8 in Kanda?")["confident"]
+    one_number = context_for(tmp_path / "v.db", "What happened at the docks in session 12 in Kanda?")
+    assert one_number["confident"]  # no other number to say whose session 12: not refused for it
+
+
 def test_the_frontmatter_links_of_the_note_asked_about_reach_the_llm_as_facts(tmp_path):
     """A vault keeps what an NPC belongs to in frontmatter ("organization: [[The Sable Accord]]"), which the note's
     text need not say: the first note's first PROPERTY_FACTS links come as fact lines; other notes' do not (all of
