@@ -270,6 +270,7 @@ def test_no_confident_match_lists_the_nearest_notes_and_what_was_checked(ds):
     assert all(note["title"] in text for note in nearest)
     assert "found by vector #1" in text and "of the question's content words" in text
     assert "What was checked" in text and "calibrated threshold" in text and data["reason"] in text
+    assert "a member its series does not have" in text
     assert 'id="okf-nodes"' not in page  # no empty sections
 
 
