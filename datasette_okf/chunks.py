@@ -45,10 +45,10 @@ def split_into_chunks(text: str, max_words: int = MAX_WORDS, title: str | None =
             level, written = found[0], _clean_heading(found[1])
             while open_headings and open_headings[-1][0] >= level:
                 open_headings.pop()
-            parent = open_headings[-1] if open_headings else None
+            parent_level, parent = open_headings[-1] if open_headings else (0, "")
             open_headings.append((level, written))
-            named = parent is not None and parent[0] > 1 and parent[1].casefold() != (title or "").casefold()
-            sections.append((f"{parent[1]}{HEADING_PATH}{written}" if parent and named else written, []))
+            named = parent_level > 1 and parent.casefold() != (title or "").casefold()
+            sections.append((f"{parent}{HEADING_PATH}{written}" if named else written, []))
         else:
             sections[-1][1].append(line)
 

@@ -447,8 +447,7 @@ def gate(query: Query, fused: list[dict[str, Any]]) -> tuple[bool, str]:
     )
 
 
-# The series of the notes the lists found, SERIES_REACH notes either way along `next` edges: the file names of
-# those whose path carries a word the question numbers ("session")
+# The series of the notes the lists found, SERIES_REACH notes either way along `next` edges: their paths
 SERIES_MEMBERS_SQL = """with recursive reach(id, steps, direction) as (
   select value, 0, 1 from json_each(:found)
   union all
@@ -461,9 +460,8 @@ SERIES_MEMBERS_SQL = """with recursive reach(id, steps, direction) as (
   where reach.direction = -1 and reach.steps < :reach
 )
 select distinct concepts.path from reach join concepts on concepts.id = reach.id
-where instr(lower(concepts.path), :word)
-  and (exists (select 1 from edges where edges.src = reach.id and edges.kind = 'sequence')
-       or exists (select 1 from edges where edges.dst = reach.id and edges.kind = 'sequence'))"""
+where exists (select 1 from edges where edges.src = reach.id and edges.kind = 'sequence')
+   or exists (select 1 from edges where edges.dst = reach.id and edges.kind = 'sequence')"""
 
 
 def _missing_member(query: Query, fused: list[dict[str, Any]]) -> str | None:
@@ -471,21 +469,23 @@ def _missing_member(query: Query, fused: list[dict[str, Any]]) -> str | None:
     their session 9?" — the series whose file names carry the question's other number ("Campaign 6 - Session 07 -
     …") has sessions 6 to 8. Only with two numbers, so that one picks the series; like a name no note mentions."""
     pairs = numbered(query.question)
-    for word, number in pairs if len(pairs) > 1 else []:
+    if len(pairs) < 2:
+        return None
+    params = {"found": json.dumps([row["id"] for row in fused]), "reach": SERIES_REACH}
+    names = [row["path"].rsplit("/", 1)[-1].removesuffix(".md") for row in query.run("members", SERIES_MEMBERS_SQL, params)]
+    for word, number in pairs:
         others = {n for w, n in pairs if w != word}
-        members = []
-        params = {"found": json.dumps([row["id"] for row in fused]), "reach": SERIES_REACH, "word": word}
-        for row in query.run("members", SERIES_MEMBERS_SQL, params):
-            name = row["path"].rsplit("/", 1)[-1].removesuffix(".md")
+        members = set()
+        for name in names:
             own = number_after(name, word)
+            if own is None:
+                continue
             rest = [int(n) for n in re.findall(r"\d+", name)]
-            if own is not None and own in rest:
-                rest.remove(own)
-                if others & set(rest):
-                    members.append(own)
+            rest.remove(own)  # the other numbers of its name: "Campaign 6" in "Campaign 6 - Session 07 - …"
+            if others & set(rest):
+                members.add(own)
         if members and number not in members:
-            return (f"the question names {word} {number}, and its series has {word} "
-                    f"{', '.join(str(n) for n in sorted(set(members)))} only")
+            return f"the question names {word} {number}, and its series has {word} {', '.join(map(str, sorted(members)))} only"
     return None
 
 
@@ -822,8 +822,7 @@ def series(query: Query, nodes: list[Node]) -> list[Node]:
               "ends": int(bool(_SEQUENCE_QUESTION.search(query.question))),
               "named": json.dumps(numbered(query.question)), "reach": SERIES_REACH}
     rows = query.run("series", SERIES_SQL if params["named"] != "[]" else SERIES_UNNAMED_SQL, params)
-    named = [row for row in rows if row["role"] == "named"]
-    best = {pair: _best_named(named, pair, score) for pair in {row["pair"] for row in named}}
+    best = _best_per_pair([row for row in rows if row["role"] == "named"], score)
     added: dict[str, Node] = {}
     for row in rows:
         if row["role"] in ("adjacent", "answered") or row["role"] == "named" and row is not best[row["pair"]]:
@@ -837,11 +836,15 @@ def series(query: Query, nodes: list[Node]) -> list[Node]:
                                 {"kind": "series", "role": row["role"], "after": row["after"], "before": row["before"]})
     if ordered:  # sessions found next to each other, however they came, follow each other: 6, then 7, then 8
         _in_order(nodes, [(row["after"] or row["before"], row["id"]) for row in rows if row["role"] == "adjacent"])
-    answered = [row for row in rows if row["role"] == "answered"]
     # "Group 2's session 7": the walk brought session 7 from session 6, a seed, at half its score; it follows it
-    _in_order(nodes, [(row["after"], row["id"]) for row in
-                      (_best_named(answered, pair, score) for pair in {row["pair"] for row in answered})])
+    answered = _best_per_pair([row for row in rows if row["role"] == "answered"], score)
+    _in_order(nodes, [(row["after"], row["id"]) for row in answered.values()])
     return _marked_stale(query, list(added.values()))
+
+
+def _best_per_pair(rows: list[dict[str, Any]], score: dict[str, float]) -> dict[str, dict[str, Any]]:
+    """For each name the rows answer, the row _best_named keeps."""
+    return {pair: _best_named(rows, pair, score) for pair in {row["pair"] for row in rows}}
 
 
 def _best_named(rows: list[dict[str, Any]], pair: str, score: dict[str, float]) -> dict[str, Any]:
