@@ -47,7 +47,9 @@ VECTOR_THRESHOLDS = {"okf-minilm-l6-int8": 0.48}
 DEFAULT_VECTOR_THRESHOLD = 0.55
 SUPERSESSION_HOPS = 5
 
-TITLE_SQL = "select value as id, key + 1 as rank from json_each(okf_title_matches(:question))"
+TITLE_SQL = """select json_extract(value, '$.id') as id, row_number() over (order by key) as rank
+from json_each(okf_title_names(:question))
+where not okf_common_name(json_extract(value, '$.name'))  -- "more damage" names no note "Damage" (docs §2.1)"""
 # BM25 is ranked inside the full-text index first and only the best rows are joined: joining every
 # match before sorting costs twice as much on OR-ed questions (10k concepts: 9 ms -> 4.5 ms).
 # The extra 16 rows make room for index nodes and stubs (unfilled templates), which are never seeds.
@@ -523,7 +525,7 @@ def _evidence(query: Query, fused: list[dict[str, Any]]) -> tuple[list[str], lis
     if "title" in query.lists:
         titled = [row["id"] for row in fused if row.get("title_rank")]
     else:
-        titled = json.loads(query.conn.execute("select okf_title_matches(?)", [query.question]).fetchone()[0])
+        titled = [row["id"] for row in _rows(query.conn, TITLE_SQL, {"question": query.question})]
     params = {"question": query.question, "k": 1, "vector_k": query.options.vector_k,
               "candidates": query.options.candidates}
     if "fts" in query.lists:
@@ -551,13 +553,18 @@ BRIDGE_WORDS = 60  # of the bridge chunk, after the question (the whole chunk wa
 # best chunk is nearest the question first: a chunk names several notes ("initiative", "ongoing damage",
 # "escalation die"), and the question says which of them it is about.
 BRIDGE_SQL = """with named as (
-  select value as id, key + 1 as title_rank from json_each(okf_title_matches(:bridge))
-  where value not in (select value from json_each(:known))
+  select json_extract(value, '$.id') as id, json_extract(value, '$.name') as name, key + 1 as title_rank
+  from json_each(okf_title_names(:bridge))
+  where json_extract(value, '$.id') not in (select value from json_each(:known))
+),
+ranked as (
+  select named.id, named.name, named.title_rank{similarity}
+  from named join concepts on concepts.id = named.id and not concepts.is_index and not concepts.is_stub{join}
+  group by named.id
+  order by {order}
 )
-select named.id, named.title_rank{similarity}
-from named join concepts on concepts.id = named.id and not concepts.is_index and not concepts.is_stub{join}
-group by named.id
-order by {order}
+select id, title_rank{similarity_column} from ranked
+where not okf_common_name(name)  -- asked of the nearest names only, until :n are found
 limit :n"""
 
 
@@ -569,8 +576,8 @@ def _bridge_sql(vectors: bool) -> str:
                        " as similarity",
             join="\nleft join chunks on chunks.concept_id = named.id"
                  "\nleft join chunk_floats on chunk_floats.id = chunks.id",
-            order="coalesce(similarity, 0) desc, named.title_rank")
-    return BRIDGE_SQL.format(similarity="", join="", order="named.title_rank")
+            order="coalesce(similarity, 0) desc, named.title_rank", similarity_column=", similarity")
+    return BRIDGE_SQL.format(similarity="", join="", order="named.title_rank", similarity_column="")
 
 
 def bridge(query: Query, fused: list[dict[str, Any]], seeds: list[Seed]) -> list[Seed]:

@@ -13,6 +13,7 @@ the time limit, bound what one call can cost a public server.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -83,6 +84,22 @@ def title_index(conn: Any) -> TitleIndex:
     return TitleIndex(names)
 
 
+COMMON_NAME_SHARE = 1 / 3  # of the notes: a name used this widely is one of the bundle's ordinary words
+COMMON_NAME_NOTES = 50  # and by at least this many: in a small campaign the hero is in most notes, and a name
+
+
+def is_common_name(conn: Any, name: str, notes: int) -> bool:
+    """A name that a third of the notes use is a word of the bundle, not a name (docs/design.md §2.1): in the 13th Age
+    SRD "Damage" is in 77 % of the notes and "Initiative" in 68 %, so "if I roll more damage" names no note, and the
+    title seeds it made held the places of the rules the question meant (Mooks). Such notes still come by BM25 and
+    vectors. Counting stops at the share, so a common word costs no more than a third of its notes."""
+    enough = max(COMMON_NAME_NOTES, math.ceil(notes * COMMON_NAME_SHARE))
+    phrase = '"' + name.replace('"', '""') + '"'
+    found = conn.execute("select count(*) from (select 1 from concepts_fts where concepts_fts match ? limit ?)",
+                         [phrase, enough]).fetchone()[0]
+    return found >= enough
+
+
 def prepare_connection(conn: Any) -> None:
     """sqlite-vec plus `okf_embed(text [, model])` -> the query vector as a float32 blob."""
     load_sqlite_vec(conn)
@@ -113,8 +130,18 @@ def prepare_connection(conn: Any) -> None:
         return embed_query(model, as_text(text))
 
     def okf_title_matches(text: Any) -> str:
-        titles = current("titles", lambda: title_index(conn))
-        return json.dumps([concept_id for concept_id, _ in titles.find(as_text(text))])
+        return json.dumps([concept_id for concept_id, _ in title_names(text)])
+
+    def title_names(text: Any) -> list[tuple[str, str]]:
+        return current("titles", lambda: title_index(conn)).find(as_text(text))
+
+    def okf_common_name(name: Any) -> int:
+        verdicts = current("common_names", dict)
+        name = as_text(name)
+        if name not in verdicts:
+            notes = current("notes", lambda: conn.execute("select count(*) from concepts").fetchone()[0])
+            verdicts[name] = is_common_name(conn, name, notes)
+        return int(verdicts[name])
 
     def sql_graph_expand(seeds: str, hops: int = 2, options: str | None = None) -> str:
         return json.dumps(graph_expand(conn, *walk_arguments(seeds, hops, options)))
@@ -124,6 +151,10 @@ def prepare_connection(conn: Any) -> None:
 
     register("okf_embed", (1, 2), okf_embed, ("text", MAX_QUESTION), ("model", MAX_QUESTION))
     register("okf_title_matches", (1,), okf_title_matches, ("text", MAX_QUESTION))
+    register("okf_title_names", (1,), lambda text: json.dumps([{"id": concept_id, "name": name}
+                                                             for concept_id, name in title_names(text)]),
+             ("text", MAX_QUESTION))
+    register("okf_common_name", (1,), okf_common_name, ("name", MAX_QUESTION))
     register("okf_fts_query", (1,), lambda text: fts_query(as_text(text)), ("text", MAX_QUESTION), deterministic=True)
     register("okf_names", (1,), lambda text: json.dumps(names(as_text(text))), ("text", MAX_QUESTION),
              deterministic=True)

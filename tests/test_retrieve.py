@@ -9,7 +9,7 @@ from datasette.cli import cli
 from datasette_okf import context_for
 from datasette_okf.evaluate import evaluate, load_golden
 from datasette_okf.options import MODES
-from datasette_okf.retrieve import classify_intent, connection
+from datasette_okf.retrieve import TITLE_SQL, classify_intent, connection
 
 from .conftest import ROOT, write_bundle
 
@@ -706,3 +706,39 @@ def test_the_gate_reads_the_best_keyword_matches_not_only_the_first(tmp_path):
     result = context_for(tmp_path / "p.db", "Which captain keeps the harbour ledger of mooring debts?", mode="keyword")
     assert result["nodes"][0]["id"] == "port/accounts"  # the top keyword match, covering 3 of 6 words
     assert result["confident"] and "covers 100%" in result["reason"]
+
+
+def test_a_name_a_third_of_the_notes_use_is_a_word_of_the_bundle_not_a_title_match(tmp_path):
+    """The 13th Age SRD has a note called "Damage", and 77 % of its notes say "damage": "if I roll more damage against
+    one of them" named it, and two such title seeds held the places of Mooks, the rule the question meant. A name
+    that common matches no title; its note still comes by its words, and a rarer name still matches. In a bundle
+    too small to tell (the hero of a 48-note campaign is in most notes) every name matches."""
+    from datasette_okf.store import build
+
+    from .conftest import write_bundle
+
+    monsters = {f"Monster {n}.md": f"---\ntype: Monster\n---\nIts bite deals {n}d6 damage.\n" for n in range(60)}
+    root = write_bundle(tmp_path / "srd", {
+        "Damage.md": "---\ntype: Rule\n---\nDamage lowers hit points; a creature at 0 hit points drops.\n",
+        "Mooks.md": "---\ntype: Rule\n---\nDamage beyond a mook's hit points kills the next mook in the mob.\n",
+        "Escalation Die.md": "---\ntype: Rule\n---\nFrom the second round the escalation die adds to attacks.\n",
+        **monsters,
+    })
+    build([root], tmp_path / "srd.db", embed=False)
+    conn = connection(str(tmp_path / "srd.db"))
+    question = "If I roll more damage against the mooks than one has hit points, where does the rest go?"
+    named = json.loads(conn.execute("select okf_title_names(?)", [question]).fetchone()[0])
+    assert named == [{"id": "srd/Damage", "name": "damage"}, {"id": "srd/Mooks", "name": "mooks"}]
+    assert [conn.execute("select okf_common_name(?)", [n["name"]]).fetchone()[0] for n in named] == [1, 0]
+    assert [row[0] for row in conn.execute(TITLE_SQL, {"question": question})] == ["srd/Mooks"]
+    assert [row[0] for row in conn.execute(TITLE_SQL, {"question": "the escalation die"})] == \
+        ["srd/Escalation Die"]  # one note of 63 uses it: a name
+    seeds = {s["id"]: s["ranks"] for s in context_for(tmp_path / "srd.db", question)["seeds"]}  # no vectors
+    assert seeds["srd/Mooks"]["title"] == 1 and not seeds.get("srd/Damage", {}).get("title")
+    asked = context_for(tmp_path / "srd.db", "What does damage do?")
+    assert asked["confident"] and ids(asked)[0] == "srd/Damage"  # by its words: the title column weighs most
+    small = write_bundle(tmp_path / "small", {"Damage.md": "---\ntype: Rule\n---\nDamage lowers hit points.\n",
+                                              "Ogre.md": "---\ntype: Monster\n---\nIts bite deals damage.\n"})
+    build([small], tmp_path / "small.db", embed=False)
+    titled = connection(str(tmp_path / "small.db")).execute(TITLE_SQL, {"question": "more damage"}).fetchall()
+    assert [row[0] for row in titled] == ["small/Damage"]

@@ -57,6 +57,8 @@ def conn(campaign_db):
 
 QUESTION_ARGUMENTS = {
     "okf_title_matches": "select okf_title_matches(?)",
+    "okf_title_names": "select okf_title_names(?)",
+    "okf_common_name": "select okf_common_name(?)",
     "okf_fts_query": "select okf_fts_query(?)",
     "okf_coverage question": "select okf_coverage(?, 'the harbour council')",
     "okf_embed": "select okf_embed(?)",
