@@ -31,7 +31,7 @@ from .markdown import decode, heading, headings, is_binary, mask_code, readable,
 from .schema import MAX_FILE_BYTES, TIMELINE, is_derived_timeline
 from .titles import TitleIndex, words
 
-PARSER_VERSION = "14"  # bump when parsing changes, so unchanged files are re-read
+PARSER_VERSION = "15"  # bump when parsing changes, so unchanged files are re-read
 RESERVED = {"index.md", "log.md"}  # OKF §3.1
 LOG_TYPE = "Log"  # the type of a log.md note (OKF §9) that does not give one
 
@@ -69,6 +69,7 @@ class Concept:
     description_source: str | None = None  # frontmatter | body (its first sentence of its own)
     is_stub: bool = False  # a template with nothing filled in: never a seed
     template_lines: frozenset[str] = frozenset()  # digests of its prose lines that are a template's (template_share)
+    placeholder_lines: frozenset[str] = frozenset()  # of those, the ones TEMPLATE_COPIES notes share: never shown
 
 
 @dataclass
@@ -355,6 +356,7 @@ def parse_bundle(
 
 
 TEMPLATE_NOTES = 3  # a sentence or line in more notes than this (with different text) is template, not content
+TEMPLATE_COPIES = 20  # notes sharing a text word for word, for it to be a template's placeholder and not a note's
 STUB_WORDS = 4  # template lines and fewer words of its own than this: an unfilled template
 DESCRIPTION_CHARS = 200
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
@@ -370,13 +372,14 @@ def text_facts(text: str) -> dict[str, Any]:
     """What describe_and_find_stubs needs of one note, from its readable text alone, so that it is parsed once
     and kept in the parse cache (at 10k notes, reading every note's lines again took 1.8 s of each rebuild):
     `lines`, [digest, words, prose] of each line that could be content, `sentences`, [line index, sentence] of
-    the first CANDIDATES prose sentences (those of `Key: value` lines after the others), and the text's `digest`."""
+    the first CANDIDATES prose sentences (those of `Key: value` lines after the others), `fields`, the digests of
+    those `Key: value` lines, and the text's `digest`."""
     lines = _content_lines(text)
     plain = [(i, line) for i, (line, prose) in enumerate(lines) if prose and not _FIELD.match(line)]
     fields = [(i, line) for i, (line, prose) in enumerate(lines) if prose and _FIELD.match(line)]
     sentences = [[i, _shortened(s)] for i, line in plain + fields for s in _sentences([line])][:CANDIDATES]
     return {"lines": [[_digest(line), len(line.split()), prose] for line, prose in lines], "sentences": sentences,
-            "digest": _digest(text)}
+            "fields": [_digest(line) for _, line in fields], "digest": _digest(text)}
 
 
 def describe_and_find_stubs(concepts: list[Concept], facts: dict[str, dict[str, Any]]) -> None:
@@ -398,10 +401,13 @@ def describe_and_find_stubs(concepts: list[Concept], facts: dict[str, dict[str, 
         for _, sentence in facts[c.id]["sentences"]:
             files_with[sentence].add(identity)
     template = {text for text, files in files_with.items() if len(files) > TEMPLATE_NOTES}
+    fields = {field for c in notes for field in facts[c.id]["fields"]}  # "Status: Active" is each note's own news
     for c in notes:
         lines = facts[c.id]["lines"]
         own = [i for i, (line_digest, _, _) in enumerate(lines) if line_digest not in template]
         c.template_lines = frozenset(digest for digest, _, prose in lines if prose and digest in template)
+        c.placeholder_lines = frozenset(digest for digest in c.template_lines
+                                        if len(files_with[digest]) >= TEMPLATE_COPIES and digest not in fields)
         # a template's lines and (almost) nothing else, or no text at all; a short note of its own is no stub
         c.is_stub = sum(lines[i][1] for i in own) < STUB_WORDS and (len(own) < len(lines) or not own)
         if c.description is None:
@@ -411,13 +417,25 @@ def describe_and_find_stubs(concepts: list[Concept], facts: dict[str, dict[str, 
                 c.description, c.description_source = sentence, "body"
             else:  # nothing of its own to quote: say what and where it is, not a template's words
                 c.description, c.description_source = _placement(c), "folder"
-        inferred = json.dumps([c.type, c.type_source, c.description, c.is_stub, sorted(c.template_lines)],
-                              ensure_ascii=False)
+        inferred = json.dumps([c.type, c.type_source, c.description, c.is_stub, sorted(c.template_lines),
+                               sorted(c.placeholder_lines)], ensure_ascii=False)
         c.content_hash = hashlib.sha256(f"{c.content_hash}:{inferred}".encode()).hexdigest()
 
 
 def _digest(line: str) -> str:
     return hashlib.blake2b(line.encode(), digest_size=8).hexdigest()
+
+
+def without_placeholders(text: str, placeholder_lines: frozenset[str]) -> str:
+    """A chunk's text without the lines a template put in 20 or more notes word for word (placeholder_lines):
+    77 Thellade districts read "Theme / *“Where sand meets stone, and roots grasp the sky.”*", the template's
+    example, which the LLM took for each district's own theme; 69 deities "Use this section to summarize the
+    deity's beliefs…". Code is kept as written."""
+    if not placeholder_lines:
+        return text
+    masked = mask_code(text).split("\n")
+    return "\n".join(line for line, outside in zip(text.split("\n"), masked)
+                     if not (outside.strip() and _digest(line.strip()) in placeholder_lines))
 
 
 def template_share(text: str, template_lines: frozenset[str]) -> float:

@@ -474,21 +474,28 @@ def _missing_member(query: Query, fused: list[dict[str, Any]]) -> str | None:
     if len(pairs) < 2:
         return None
     params = {"found": json.dumps([row["id"] for row in fused]), "reach": SERIES_REACH}
-    names = [row["path"].rsplit("/", 1)[-1].removesuffix(".md") for row in query.run("members", SERIES_MEMBERS_SQL, params)]
+    names = [_file_name(row["path"]) for row in query.run("members", SERIES_MEMBERS_SQL, params)]
     for word, number in pairs:
         others = {n for w, n in pairs if w != word}
-        members = set()
-        for name in names:
-            own = number_after(name, word)
-            if own is None:
-                continue
-            rest = [int(n) for n in re.findall(r"\d+", name)]
-            rest.remove(own)  # the other numbers of its name: "Campaign 6" in "Campaign 6 - Session 07 - …"
-            if others & set(rest):
-                members.add(own)
+        members = {number_after(name, word) for name in names if _carries(name, word, others)}
         if members and number not in members:
             return f"the question names {word} {number}, and its series has {word} {', '.join(map(str, sorted(members)))} only"
     return None
+
+
+def _file_name(path: str) -> str:
+    return path.rsplit("/", 1)[-1].removesuffix(".md")
+
+
+def _carries(name: str, word: str, others: set[int]) -> bool:
+    """Whether a series member's file name has a number after `word` and one of `others` besides it: "Campaign 6 -
+    Session 07 - …" carries 6 besides its session number, so it is the series of "Group 6's session 9"."""
+    own = number_after(name, word)
+    if own is None:
+        return False
+    rest = [int(n) for n in re.findall(r"\d+", name)]
+    rest.remove(own)
+    return bool(others & set(rest))
 
 
 UNKNOWN_NAMES_SQL = """
@@ -829,35 +836,43 @@ def series(query: Query, nodes: list[Node]) -> list[Node]:
               "ends": int(bool(_SEQUENCE_QUESTION.search(query.question))),
               "named": json.dumps(numbered(query.question)), "reach": SERIES_REACH}
     rows = query.run("series", SERIES_SQL if params["named"] != "[]" else SERIES_UNNAMED_SQL, params)
-    best = _best_per_pair([row for row in rows if row["role"] == "named"], score)
+    query.know([row["id"] for row in rows])
+    best = _best_per_pair([row for row in rows if row["role"] == "named"], score, query)
     added: dict[str, Node] = {}
     for row in rows:
         if row["role"] in ("adjacent", "answered") or row["role"] == "named" and row is not best[row["pair"]]:
             continue
-        share = SERIES_SHARE if ordered or row["role"] == "named" else WALK_SHARE
-        wanted = round(min(score[i] for i in (row["after"], row["before"]) if i in score) * share, 6)
+        if row["role"] == "named":  # the question names it ("Group 3's session 9"): right after the best note found
+            wanted = round(max(score.values()) * SERIES_SHARE, 6)
+        else:
+            share = SERIES_SHARE if ordered else WALK_SHARE
+            wanted = round(min(score[i] for i in (row["after"], row["before"]) if i in score) * share, 6)
         if row["id"] in added and added[row["id"]].score >= wanted:
             continue
-        query.know([row["id"]])
         added[row["id"]] = Node(query.concepts[row["id"]], wanted,
                                 {"kind": "series", "role": row["role"], "after": row["after"], "before": row["before"]})
     if ordered:  # sessions found next to each other, however they came, follow each other: 6, then 7, then 8
         _in_order(nodes, [(row["after"] or row["before"], row["id"]) for row in rows if row["role"] == "adjacent"])
     # "Group 2's session 7": the walk brought session 7 from session 6, a seed, at half its score; it follows it
-    answered = _best_per_pair([row for row in rows if row["role"] == "answered"], score)
+    answered = _best_per_pair([row for row in rows if row["role"] == "answered"], score, query)
     _in_order(nodes, [(row["after"], row["id"]) for row in answered.values()])
     return _marked_stale(query, list(added.values()))
 
 
-def _best_per_pair(rows: list[dict[str, Any]], score: dict[str, float]) -> dict[str, dict[str, Any]]:
+def _best_per_pair(rows: list[dict[str, Any]], score: dict[str, float], query: Query) -> dict[str, dict[str, Any]]:
     """For each name the rows answer, the row _best_named keeps."""
-    return {pair: _best_named(rows, pair, score) for pair in {row["pair"] for row in rows}}
+    return {pair: _best_named(rows, pair, score, query) for pair in {row["pair"] for row in rows}}
 
 
-def _best_named(rows: list[dict[str, Any]], pair: str, score: dict[str, float]) -> dict[str, Any]:
-    """Of the notes that answer one name ("session 9" in Campaign 1 and in Campaign 3), the one in the series of
-    the strongest note found: the other series' is another group's session."""
-    return max((row for row in rows if row["pair"] == pair), key=lambda row: score[row["after"]])
+def _best_named(rows: list[dict[str, Any]], pair: str, score: dict[str, float], query: Query) -> dict[str, Any]:
+    """Of the notes that answer one name ("session 9" in Campaign 1 and in Campaign 3), the one whose file name
+    carries the question's other number ("Group 3's session 9": "Campaign 3 - Session 09 - …"), else the one in the
+    series of the strongest note found: the other series' is another group's session."""
+    word = json.loads(pair)[0]
+    others = {number for other, number in numbered(query.question) if other != word}
+    return max((row for row in rows if row["pair"] == pair),
+               key=lambda row: (_carries(_file_name(query.concepts[row["id"]]["path"]), word, others),
+                                score[row["after"]]))
 
 
 def _in_order(nodes: list[Node], pairs: list[tuple[str, str]]) -> None:

@@ -30,7 +30,18 @@ import sqlite_utils
 from sqlite_utils.utils import sqlite3  # pysqlite3 where installed, as sqlite-utils and Datasette use
 
 from . import __version__
-from .bundle import Bundle, Concept, ScannedBundle, cache_key, parse_bundle, rows, scan_bundle, template_share
+from .bundle import (
+    TEMPLATE_COPIES,
+    Bundle,
+    Concept,
+    ScannedBundle,
+    cache_key,
+    parse_bundle,
+    rows,
+    scan_bundle,
+    template_share,
+    without_placeholders,
+)
 from .calibrate import calibrate, chunk_counts, needs_calibration
 from .chunks import embedding_text, split_into_chunks, text_hash
 from .derived import DerivedFileError, write_derived
@@ -481,7 +492,7 @@ def _write_derived(output: Path, into_bundles: Iterable[str], unchanged: bool) -
 
 def _concept_row(concept) -> dict:
     row = rows([concept])[0]
-    del row["template_lines"]  # read into chunks.template_share, not a column of its own
+    del row["template_lines"], row["placeholder_lines"]  # read into chunks (template_share, text), not columns
     for column in ("tags", "aliases", "frontmatter", "sources"):
         row[column] = json.dumps(row[column], ensure_ascii=False)
     row["is_index"], row["is_stub"] = int(row["is_index"]), int(row["is_stub"])
@@ -625,14 +636,17 @@ def _write_chunks(db: sqlite_utils.Database, concepts: list[Concept]) -> None:
     new_rows = []
     for concept in concepts:
         for chunk in [] if concept.is_index else split_into_chunks(concept.body, title=concept.title):
-            digest = text_hash(embedding_text(concept.title, concept.description, chunk.heading, chunk.text))
-            share = template_share(chunk.text, concept.template_lines)
+            text = without_placeholders(chunk.text, concept.placeholder_lines)
+            if not text.strip():
+                continue
+            digest = text_hash(embedding_text(concept.title, concept.description, chunk.heading, text))
+            share = template_share(text, concept.template_lines)
             reusable = old.get((concept.id, digest))
             if reusable:
                 kept.append((reusable.pop(), chunk.seq, chunk.heading, share))
             else:
                 new_rows.append(
-                    {"concept_id": concept.id, "seq": chunk.seq, "heading": chunk.heading, "text": chunk.text,
+                    {"concept_id": concept.id, "seq": chunk.seq, "heading": chunk.heading, "text": text,
                      "content_hash": digest, "embedded_with": None, "template_share": share}
                 )
     stale = [chunk_id for leftovers in old.values() for chunk_id in leftovers]
@@ -822,7 +836,6 @@ def _insert_vectors(db: sqlite_utils.Database, model_id: str, pairs: list[tuple[
     db.conn.executemany("update chunks set embedded_with = ? where id = ?", [(model_id, i) for i in ids])
 
 
-TEMPLATE_COPIES = 20  # notes sharing a chunk's text word for word, for it to be a template's and not a note's
 # A chunk whose text 20 or more notes share word for word is a template's ("Introduction / A script for the GM to
 # read when the party arrive to this location for the first time.": 495 Thellade notes), not what any of them says:
 # the context never shows it (retrieve.SECTIONS_SQL). Outside Thellade no development set has a chunk shared by

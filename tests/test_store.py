@@ -821,18 +821,41 @@ def test_jobs_fail_the_build_cleanly_when_a_batch_fails_twice(tmp_path, remote_m
     assert state() == before  # nothing half-written: the build's transaction was rolled back
 
 
+REPUTATION = "| Party | Standing | Notes |\n|---|---|---|\n|Campaign Group 1|  | Note 1 |\n|Campaign Group 2|  | Note 1 |"
 TEMPLATED = ("# {name}\n\n## Introduction\nA script for the GM to read when the party arrive to this location for the "
-             "first time.\n\n## Overview\n{name} is a harbour town known for {trade}.\n")
+             "first time.\n\n## Overview\nStatus: Active\n\n{name} is a harbour town known for {trade}.\n\n"
+             "## Reputation\n" + REPUTATION + "\n")
 
 
 def test_a_chunk_twenty_notes_share_word_for_word_is_a_template_text_redone_at_each_build(tmp_path):
+    """Thellade's 207 places carry the template's reputation table, "Note 1" in every row: its words are the same in
+    every note, so it says nothing of any of them."""
     files = {f"Places/Town {n}.md": TEMPLATED.format(name=f"Town {n}", trade=f"trade number {n}") for n in range(20)}
     vault = write_bundle(tmp_path / "vault", files)
     db_path = tmp_path / "out.db"
     build([vault], db_path, embed=False)
     rows = sqlite_utils.Database(db_path).execute("select text, notes from template_texts").fetchall()
-    assert rows == [("A script for the GM to read when the party arrive to this location for the first time.", 20)]
+    assert [(text.split("\n")[0], notes) for text, notes in rows] == [("| Party | Standing | Notes |", 20)]
     # each Overview is a note's own, and 20 notes is where a template starts
     (vault / "Places" / "Town 0.md").unlink()
     build([vault], db_path, embed=False, prune=True)
     assert sqlite_utils.Database(db_path)["template_texts"].count == 0  # 19 copies left: a note's text again
+
+
+def test_a_line_twenty_notes_share_word_for_word_is_a_templates_placeholder_and_no_chunk_holds_it(tmp_path):
+    """77 Thellade districts read "*“Where sand meets stone, and roots grasp the sky.”*" under their own overview, the
+    template's example theme, which the LLM read as each district's own; 495 places open on the GM script. A prose
+    line 20 notes share word for word leaves their chunks (a chunk of nothing else goes); a `Key: value` line
+    ("Status: Active") is each note's own news, however many share it, and 19 notes are still 19 notes' words."""
+    files = {f"Places/Town {n}.md": TEMPLATED.format(name=f"Town {n}", trade=f"trade number {n}") for n in range(20)}
+    vault = write_bundle(tmp_path / "vault", files)
+    build([vault], tmp_path / "out.db", embed=False)
+    chunks = sqlite_utils.Database(tmp_path / "out.db").execute(
+        "select heading, text from chunks where concept_id = 'vault/Places/Town 3' order by seq").fetchall()
+    assert [heading for heading, _ in chunks] == ["Overview", "Reputation"]  # the Introduction held only the script
+    assert chunks[0][1] == "Status: Active\n\nTown 3 is a harbour town known for trade number 3."
+    (vault / "Places" / "Town 0.md").unlink()
+    build([vault], tmp_path / "out.db", embed=False, prune=True)
+    kept = sqlite_utils.Database(tmp_path / "out.db").execute(
+        "select count(*) from chunks where text like 'A script for the GM%'").fetchone()[0]
+    assert kept == 19
