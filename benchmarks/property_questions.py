@@ -6,6 +6,11 @@ For notes that are not unfilled templates, each `organization`, `religion`, `loc
 question ("Which organization does Cedric Thalor belong to?"); it counts as answered when a title it links to is
 anywhere in `context_for`'s context. Written for the first note's property facts (docs/design.md §6): 55 of 60
 before them on Thellade, 60 of 60 with them.
+
+Then the same through an unfilled template: X links to a stub (a note whose text is a template's), whose own
+property is the answer ("Which deities does the faith Cedric Thalor follows worship?": his `religion` is The
+Pactbound Flame, a stub whose `worship` names Asmodeus and Aevaris). It counts as answered when a title the stub's
+property links to is in the context.
 """
 
 from __future__ import annotations
@@ -28,6 +33,33 @@ group by note.id, edges.predicate
 order by note.id, edges.predicate"""
 
 
+THROUGH = {
+    ("religion", "worship"): "Which deities does the faith {} follows worship?",
+    ("location", "organization"): "Which organization holds the place where {} can be found?",
+}
+THROUGH_SQL = """select note.title, json_group_array(target.title)
+from edges as first join concepts as note on note.id = first.src and not note.is_stub
+join concepts as stub on stub.id = first.dst and stub.is_stub
+join edges as second on second.src = stub.id and second.kind = 'property' and second.predicate = :second
+join concepts as target on target.id = second.dst
+where first.kind = 'property' and first.predicate = :first
+group by note.id
+order by note.id"""
+
+
+def through(conn, count: int, seed: int) -> None:
+    """The questions answered through a stub's properties, per pair of predicates."""
+    import json
+
+    for (first, second), question in THROUGH.items():
+        rows = conn.execute(THROUGH_SQL, {"first": first, "second": second}).fetchall()
+        random.Random(seed).shuffle(rows)
+        answered = sum(any(target in context_for(conn, question.format(title))["context"]
+                           for target in json.loads(targets)) for title, targets in rows[:count])
+        print(f"  through {first} -> {second}: {min(count, len(rows))} questions, a linked title in the context for "
+              f"{answered}")
+
+
 def main(db: str, count: int = 60, seed: int = 3) -> None:
     import json
 
@@ -41,6 +73,7 @@ def main(db: str, count: int = 60, seed: int = 3) -> None:
         confident += result["confident"]
         answered += any(target in result["context"] for target in json.loads(targets))
     print(f"{db}: {asked} questions, {confident} confident, a linked title in the context for {answered}")
+    through(conn, count, seed)
 
 
 if __name__ == "__main__":

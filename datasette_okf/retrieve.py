@@ -156,15 +156,23 @@ PROPERTY_FACTS = 6  # frontmatter links of the note the question is most about, 
 # [[The Sable Accord]]"), which the note's text never says: the first note's first few come as fact lines. All of
 # every note's cost Thellade's temporal tier 0.949 -> 0.808 (notes 8.6 -> 5.6 within the budget). Not its `sources`:
 # they say where the note comes from (OKF §5.1), which each fact line already cites, not what its subject is.
-FACTS_SQL = """select src, predicate, dst, object_literal, date, source_id from (
-  select edges.* from edges
+FACTS_SQL = """with first_properties as (
+  select edges.* from edges where edges.kind = 'property' and edges.src = json_extract(:nodes, '$[0]')
+    and edges.predicate != 'sources' and edges.predicate not like 'sources.%'
+  order by edges.id limit :property_facts
+)
+select src, predicate, dst, object_literal, date, source_id from (
+  select edges.*, 0 as through from edges
   where edges.kind = 'relation' and edges.src in (select value from json_each(:nodes))
   union all
-  select * from (select edges.* from edges where edges.kind = 'property' and edges.src = json_extract(:nodes, '$[0]')
-                   and edges.predicate != 'sources' and edges.predicate not like 'sources.%'
-                 order by edges.id limit :property_facts)
+  select *, 0 from first_properties
+  union all  -- an unfilled template's links are all it says: those the question asks for ("worshipped": `worship`)
+  select edges.*, 1 from first_properties
+  join concepts on concepts.id = first_properties.dst and concepts.is_stub
+  join edges on edges.src = concepts.id and edges.kind = 'property'
+  where length(edges.predicate) >= 4 and ' ' || :question like '% ' || replace(edges.predicate, '_', ' ') || '%'
 )
-order by src, date, id"""
+order by through, src, date, id"""
 
 _INTENTS = [
     ("HISTORICAL", r"\b(previous(ly)?|former(ly)?|used to|original(ly)?|first (version|charter)|chang(e|ed|es)|versions|over time|evolv\w*|earlier|prior|superseded|old(er)? (version|charter|rule)|history of|before the (new|current))\b"),
@@ -711,11 +719,14 @@ def offer(query: Query, seeds: list[Seed], walked: list[Arrival]) -> list[Node]:
 
 def _marked_stale(query: Query, nodes: list[Node]) -> list[Node]:
     """Each node flagged when its `stale_after` has passed (at `today`, default now)."""
-    now = query.options.today or datetime.now(UTC).isoformat()
     for node in nodes:
-        stale_after = node.concept.get("stale_after")
-        node.stale = bool(stale_after) and now >= stale_after
+        node.stale = _is_stale(query, node.concept)
     return nodes
+
+
+def _is_stale(query: Query, concept: dict[str, Any]) -> bool:
+    stale_after = concept.get("stale_after")
+    return bool(stale_after) and (query.options.today or datetime.now(UTC).isoformat()) >= stale_after
 
 
 _SERIES_SQL = """with recursive members(id) as (select value from json_each(:nodes)),
@@ -894,22 +905,22 @@ def find_facts(query: Query, nodes: list[Node], run: bool) -> list[dict[str, Any
     """4. The typed relations of every offered note, and the first note's first frontmatter links, as fact lines
     (only when the answer is confident)."""
     by_id = {n.id: n for n in nodes}
-    params = {"nodes": json.dumps(list(by_id)), "property_facts": PROPERTY_FACTS}
+    params = {"nodes": json.dumps(list(by_id)), "property_facts": PROPERTY_FACTS, "question": query.question}
     if not run:
         query.sql["facts"], query.params["facts"] = FACTS_SQL, params
         return []
     rows = query.run("facts", FACTS_SQL, params)
-    query.know([row["dst"] for row in rows if row["dst"]])
+    query.know([row[end] for row in rows for end in ("src", "dst") if row[end]])
     facts = []
     for row in rows:
-        subject = by_id[row["src"]]
+        subject = query.concepts[row["src"]]  # an offered note, or an unfilled template one of its links names
         target = query.concepts.get(row["dst"]) if row["dst"] else None
         fact = {
-            "subject": subject.concept["title"], "subject_id": row["src"], "predicate": row["predicate"],
+            "subject": subject["title"], "subject_id": row["src"], "predicate": row["predicate"],
             "object": target["title"] if target else row["object_literal"], "object_id": row["dst"],
-            "date": row["date"], "source": row["source_id"], "trust": subject.concept["trust"],
-            "superseded_by": subject.concept.get("superseded_by"), "stale": subject.stale,
-            "stale_after": subject.concept.get("stale_after"),
+            "date": row["date"], "source": row["source_id"], "trust": subject["trust"],
+            "superseded_by": subject.get("superseded_by"), "stale": _is_stale(query, subject),
+            "stale_after": subject.get("stale_after"),
         }
         fact["text"] = fact_line(fact)
         facts.append(fact)
@@ -1077,8 +1088,8 @@ def fill_budget(question: str, nodes: list[Node], chunks: dict[str, list[dict[st
     ordered = sorted(nodes, key=lambda n: (-n.score, not n.is_seed, n.stale, TRUST_ORDER.get(n.concept["trust"], 3)))
     titles = {n.id: n.concept["title"] for n in nodes}
     facts_of: dict[str, list[dict[str, Any]]] = {}
-    for fact in facts:
-        facts_of.setdefault(fact["subject_id"], []).append(fact)
+    for fact in facts:  # an unfilled template's, read through the first note's link to it, comes with that note
+        facts_of.setdefault(fact["subject_id"] if fact["subject_id"] in titles else nodes[0].id, []).append(fact)
     used = estimate_tokens(context_text(question, ["-"], ["-"]))
     most = max(MAX_NOTES, sum(n.is_seed for n in nodes))  # vector:15 still gets its 15 notes
     picked, parts, kept_facts, rest = [], {}, [], {}

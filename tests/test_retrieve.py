@@ -442,6 +442,32 @@ def test_the_frontmatter_links_of_the_note_asked_about_reach_the_llm_as_facts(tm
     assert result["params"]["facts"]["property_facts"] == PROPERTY_FACTS
 
 
+def test_an_unfilled_templates_links_the_question_asks_for_come_through_the_first_notes_link_to_it(tmp_path):
+    """Thellade's High Chancellor has `religion: [[The Pactbound Flame]]`, and The Pactbound Flame is an unfilled
+    template whose frontmatter `worship` names Asmodeus and Aevaris: all the vault says of it, and no chunk of it
+    can be found. "Which deities are worshipped by the faith …?" now reads them as facts after his; a question that
+    does not ask for `worship` does not."""
+    from datasette_okf.store import build
+
+    from .conftest import write_bundle
+
+    root = write_bundle(tmp_path / "vault", {
+        "Cedric Thalor.md": "---\nreligion: \"[[The Pactbound Flame]]\"\n---\nThe High Chancellor of Kanda, "
+                            "keeper of the sealed manifests.\n",
+        "The Pactbound Flame.md": "---\nworship:\n  - \"[[Asmodeus]]\"\nhead: \"[[Cedric Thalor]]\"\n---\n"
+                                  "# The Pactbound Flame\n\n## Overview\n",
+        "Asmodeus.md": "---\ntype: Deity\n---\nThe lord of contracts.\n",
+    })
+    build([root], tmp_path / "v.db", embed=False)
+    asked = context_for(tmp_path / "v.db", "Which deities are worshipped by the faith Cedric Thalor belongs to?")
+    lines = [f["text"].split(" (trust:")[0] for f in asked["facts"]]
+    assert lines == ["- Cedric Thalor religion The Pactbound Flame", "- The Pactbound Flame worship Asmodeus"]
+    assert "- The Pactbound Flame worship Asmodeus (trust: unverified)" in asked["context"]
+    assert "vault/The Pactbound Flame" not in [n["id"] for n in asked["nodes"]]  # a fact, not a note
+    plain = context_for(tmp_path / "v.db", "What faith does Cedric Thalor follow?")
+    assert [f["text"].split(" (trust:")[0] for f in plain["facts"]] == ["- Cedric Thalor religion The Pactbound Flame"]
+
+
 def test_a_notes_sources_are_cited_not_listed_as_facts_about_it(campaign_db):
     """OKF `sources` say where a note comes from (§5.1): "The Brine Hag sources.resource Session 5 - Kestrel Point"
     took a fact line in the example's own transcript, while the relation it backs already cites it (source: s5)."""
