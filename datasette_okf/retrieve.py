@@ -167,9 +167,9 @@ select src, predicate, dst, object_literal, date, source_id from (
   union all
   select *, 0 from first_properties
   union all  -- an unfilled template's links are all it says: those the question asks for ("worshipped": `worship`)
-  select edges.*, 1 from first_properties
-  join concepts on concepts.id = first_properties.dst and concepts.is_stub
-  join edges on edges.src = concepts.id and edges.kind = 'property'
+  select edges.*, 1 from first_properties  -- cross join: from the few links out, never a scan of every edge
+  cross join concepts on concepts.id = first_properties.dst and concepts.is_stub
+  cross join edges on edges.src = concepts.id and edges.kind = 'property'
   where length(edges.predicate) >= 4 and ' ' || :question like '% ' || replace(edges.predicate, '_', ' ') || '%'
 )
 order by through, src, date, id"""
