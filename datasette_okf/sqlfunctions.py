@@ -85,7 +85,7 @@ def title_index(conn: Any) -> TitleIndex:
 
 
 COMMON_NAME_SHARE = 1 / 3  # of the notes: a name used this widely is one of the bundle's ordinary words
-COMMON_NAME_NOTES = 50  # and by at least this many: in a small campaign the hero is in most notes, and a name
+COMMON_NAME_NOTES = 50  # and by at least this many: a small campaign names its hero in most notes, still a name
 
 
 def is_common_name(conn: Any, name: str, notes: int) -> bool:
