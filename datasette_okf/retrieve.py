@@ -567,6 +567,9 @@ BRIDGE_WORDS = 60  # of the bridge chunk, after the question (the whole chunk wa
 # chunk's words through BM25 and KNN cost 100 ms at 10k notes) that the first round did not find, the one whose
 # best chunk is nearest the question first: a chunk names several notes ("initiative", "ongoing damage",
 # "escalation die"), and the question says which of them it is about.
+# A field that says when ("**Time:** 04 Dawnmarch, 212 PR"): its month names a calendar note, never what a question
+# is about (Thellade's session notes open so, and "Dawnmarch" was a second-round seed for three golden questions).
+_WHEN_FIELD = re.compile(r"^[\s>*_-]*(?:date|time|when|day)[*_\s]*:", re.IGNORECASE)
 BRIDGE_SQL = """with named as (
   select json_extract(value, '$.id') as id, json_extract(value, '$.name') as name, key + 1 as title_rank
   from json_each(okf_title_names(:bridge))
@@ -608,7 +611,8 @@ def bridge(query: Query, fused: list[dict[str, Any]], seeds: list[Seed]) -> list
     if not row or not row[0].strip():
         return []
     known = {s.id for s in seeds} | {row["id"] for row in fused[: len(seeds)]}
-    bridge_text = query.question + "\n" + " ".join(row[0].split()[:BRIDGE_WORDS])
+    said = "\n".join(line for line in row[0].split("\n") if not _WHEN_FIELD.match(line))
+    bridge_text = query.question + "\n" + " ".join(said.split()[:BRIDGE_WORDS])
     params = {"bridge": bridge_text[:MAX_QUESTION], "question": query.question, "known": json.dumps(sorted(known)),
               "n": BRIDGE_SEEDS}
     found = query.run("bridge", _bridge_sql(query.uses_vectors), params)

@@ -516,6 +516,29 @@ def test_a_second_round_through_the_top_seeds_best_chunk_adds_what_the_question_
     assert "bridge" not in keyword["sql"]  # the second round is hybrid's
 
 
+def test_the_second_round_reads_no_date_field(tmp_path):
+    """Thellade's session notes open on "**Time:** 04 Dawnmarch, 212 PR": read as a bridge, the date named the
+    calendar's month note Dawnmarch, a second-round seed in the place of the faction the question was after (th35).
+    A `Date:`/`Time:` field says when, not who; the rest of the chunk is read as before."""
+    from datasette_okf.store import build
+
+    from .conftest import write_bundle
+
+    root = write_bundle(tmp_path / "vault", {
+        "Sessions/Session 05.md": "**Time:** 04 Dawnmarch, 212 PR\n**Location:** Sanctum of the Dawnsplit Crown\n\n"
+                                  "The party rested beneath the stained glass while the Veilbound Circle watched.\n",
+        "Calendar/Dawnmarch.md": "The first month of spring.\n",
+        "Factions/Veilbound Circle.md": "A circle of binders sworn to the old seals.\n",
+    })
+    build([root], tmp_path / "v.db", embed=False)
+    result = context_for(tmp_path / "v.db", "Where did the party rest beneath the stained glass?")
+    assert result["seeds"][0]["id"] == "vault/Sessions/Session 05"
+    bridge = result["params"]["bridge"]["bridge"]
+    assert "Dawnmarch" not in bridge and "Sanctum of the Dawnsplit Crown" in bridge
+    bridged = [s["id"] for s in result["seeds"] if s["bridged_from"]]
+    assert "vault/Factions/Veilbound Circle" in bridged and "vault/Calendar/Dawnmarch" not in bridged
+
+
 def test_the_gate_weighs_the_same_evidence_in_every_mode(campaign_db):
     """A question is confident or not whatever the mode: what a mode's lists did not look at, the gate looks up."""
     for question in ("Who does the Tinker work for?", "How do I descale an espresso machine?",
