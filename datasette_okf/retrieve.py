@@ -876,15 +876,17 @@ def series(query: Query, nodes: list[Node]) -> list[Node]:
 
 def _best_per_pair(rows: list[dict[str, Any]], score: dict[str, float], query: Query) -> dict[str, dict[str, Any]]:
     """For each name the rows answer, the row _best_named keeps."""
-    return {pair: _best_named(rows, pair, score, query) for pair in {row["pair"] for row in rows}}
+    pairs = numbered(query.question)
+    return {pair: _best_named(rows, pair, score, query, pairs) for pair in {row["pair"] for row in rows}}
 
 
-def _best_named(rows: list[dict[str, Any]], pair: str, score: dict[str, float], query: Query) -> dict[str, Any]:
+def _best_named(rows: list[dict[str, Any]], pair: str, score: dict[str, float], query: Query,
+                pairs: list[list[Any]]) -> dict[str, Any]:
     """Of the notes that answer one name ("session 9" in Campaign 1 and in Campaign 3), the one whose file name
     carries the question's other number ("Group 3's session 9": "Campaign 3 - Session 09 - …"), else the one in the
-    series of the strongest note found: the other series' is another group's session."""
+    series of the strongest note found: the other series' is another group's session. `pairs`: the question's."""
     word = json.loads(pair)[0]
-    others = {number for other, number in numbered(query.question) if other != word}
+    others = {number for other, number in pairs if other != word}
     return max((row for row in rows if row["pair"] == pair),
                key=lambda row: (_carries(_file_name(query.concepts[row["id"]]["path"]), word, others),
                                 score[row["after"]]))

@@ -836,11 +836,11 @@ def _insert_vectors(db: sqlite_utils.Database, model_id: str, pairs: list[tuple[
     db.conn.executemany("update chunks set embedded_with = ? where id = ?", [(model_id, i) for i in ids])
 
 
-# A chunk whose text 20 or more notes share word for word is a template's ("Introduction / A script for the GM to
-# read when the party arrive to this location for the first time.": 495 Thellade notes), not what any of them says:
-# the context never shows it (retrieve.SECTIONS_SQL). Outside Thellade no development set has a chunk shared by
-# more than 11 notes (13th Age's "At-Will / Target: One enemy / …"). The whole table is redone at each build: a
-# group by over every chunk, 0.8 s at 100k notes.
+# A chunk whose text 20 or more notes share word for word is a template's, not what any of them says: the context
+# never shows it (retrieve.SECTIONS_SQL). Prose lines that common are in no chunk already (bundle.without_placeholders),
+# so what is left is tables and fields: Thellade's reputation table, "| Campaign Group 1 | | Note 1 |…", in 207 notes.
+# Outside Thellade no development set has a chunk shared by more than 11 notes (13th Age's "At-Will / Target: One
+# enemy / …"). The whole table is redone at each build: a group by over every chunk, 0.8 s at 100k notes.
 TEMPLATE_TEXTS_SQL = """insert into template_texts (text, notes)
 select text, count(distinct concept_id) from chunks where text != ''
 group by text having count(distinct concept_id) >= :least"""

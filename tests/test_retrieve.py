@@ -333,6 +333,7 @@ def test_a_session_the_question_names_by_number_comes_from_the_series_it_found(t
     from datasette_okf.options import ContextOptions
     from datasette_okf.retrieve import SERIES_SQL, _best_named, open_query
     from datasette_okf.store import build
+    from datasette_okf.titles import numbered
 
     from .conftest import write_bundle
 
@@ -371,7 +372,7 @@ def test_a_session_the_question_names_by_number_comes_from_the_series_it_found(t
     def best(question):
         query = open_query(tmp_path / "v.db", question, ContextOptions())
         query.know([c3s9, c4s9])
-        return _best_named(rows, '["session", 9]', {c3s10: 0.01, c4s11: 0.03}, query)["id"]
+        return _best_named(rows, '["session", 9]', {c3s10: 0.01, c4s11: 0.03}, query, numbered(question))["id"]
 
     # the file name that carries the question's other number wins ("Group 3": "Campaign 3 - Session 09 - …"), even
     # in the series of the weaker note found; without one, the series of the strongest note found
