@@ -27,11 +27,11 @@ from typing import Any
 from .folder_types import DEFAULT_TYPES, folder_name, type_for
 from .frontmatter import FrontmatterError, parse_frontmatter, split_frontmatter
 from .links import PathIndex, RawLink, Resolution, find_links, find_wikilinks
-from .markdown import decode, heading, headings, is_binary, mask_code, readable, slug
+from .markdown import decode, heading, headings, is_binary, mask_code, readable, slug, without_marks
 from .schema import MAX_FILE_BYTES, TIMELINE, is_derived_timeline
 from .titles import TitleIndex, words
 
-PARSER_VERSION = "15"  # bump when parsing changes, so unchanged files are re-read
+PARSER_VERSION = "16"  # bump when parsing changes, so unchanged files are re-read
 RESERVED = {"index.md", "log.md"}  # OKF §3.1
 LOG_TYPE = "Log"  # the type of a log.md note (OKF §9) that does not give one
 
@@ -471,7 +471,7 @@ def _sentences(lines: Iterable[str]) -> Iterator[str]:
     """Prose sentences of at least three words, markup stripped; epigraphs (a whole quotation) skipped.
     Split at sentence ends in one pass: a lazy `.+?[.!?]` search is quadratic on a long line without any."""
     for line in lines:
-        text = re.sub(r"[*_`]+", "", line).strip().lstrip("-+ ").strip()
+        text = without_marks(line).strip().lstrip("-+ ").strip()
         if len(text.split()) < 3 or _QUOTATION.match(text):
             continue
         for sentence in _SENTENCE_END.split(text):

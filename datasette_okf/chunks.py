@@ -14,7 +14,7 @@ import hashlib
 import re
 from dataclasses import dataclass
 
-from .markdown import fences, heading
+from .markdown import fences, heading, without_marks
 
 MAX_WORDS = 200
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})")
@@ -74,7 +74,7 @@ def text_hash(text: str) -> str:
 
 
 def _clean_heading(text: str) -> str:
-    return re.sub(r"<[^>]*>|[*_`]+", "", text).strip()
+    return without_marks(re.sub(r"<[^>]*>", "", text)).strip()
 
 
 def _pieces(text: str, max_words: int) -> list[str]:

@@ -88,6 +88,15 @@ def drop_comments(text: str) -> str:
     return _COMMENT.sub("", text)
 
 
+_MARKS = re.compile(r"[*`]+|(?<!\w)_+|_+(?!\w)")
+
+
+def without_marks(text: str) -> str:
+    """Text with emphasis and code marks out, but an underscore inside a word is the word's own: CommonMark never
+    reads `page_location` as emphasis, and "pagelocation" is a column no note has."""
+    return _MARKS.sub("", text)
+
+
 def heading(line: str) -> tuple[int, str] | None:
     """(level, text) when one line is an ATX heading."""
     match = _HEADING.match(line)

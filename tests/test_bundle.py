@@ -307,6 +307,13 @@ def test_a_vault_note_without_a_description_gets_its_first_sentence_of_its_own()
     assert described["Vaust Hadrinel.md"][0] == "Currently impersonating Dornal Syle, a missing Arcane Warden."
 
 
+def test_a_description_from_the_body_keeps_the_underscores_inside_its_words(tmp_path):
+    bundle = read(write_bundle(tmp_path / "v", {"Tables/Events.md": "One row per event; *read* `event_params` "
+                                                "with _care_ before joining on user_pseudo_id.\n"}))
+    assert bundle.concepts[0].description == "One row per event; read event_params with care before joining on " \
+                                             "user_pseudo_id."
+
+
 def test_an_unfilled_template_is_a_stub_described_by_where_it_sits():
     notes = {c.path.rsplit("/", 1)[-1]: c for c in read(PLUGINS).concepts}
     stubs = sorted(name for name, c in notes.items() if c.is_stub)

@@ -102,3 +102,11 @@ def test_a_chunk_heading_names_its_parent_unless_that_is_the_title_or_a_level_on
     titled = "## Boba\nA port city.\n### Overview\nBig.\n"  # the note's title as its first heading
     assert [c.heading for c in split_into_chunks(titled, title="Boba")] == ["Boba", "Overview"]
     assert own_heading("Heavy Blows > Epic Feat") == "Epic Feat" and own_heading(None) == ""
+
+
+def test_an_underscore_inside_a_word_stays_in_the_heading():
+    """GA4's "### 2. Extract nested page_location from event_params" was read "pagelocation from eventparams":
+    no keyword search for page_location found the heading, and the LLM read a column that does not exist."""
+    body = "## 2. Extract nested page_location from event_params\nUnnest it.\n## __Bold__ and _em_ and `code`\nx\n"
+    assert [c.heading for c in split_into_chunks(body)] == [
+        "2. Extract nested page_location from event_params", "Bold and em and code"]
