@@ -567,6 +567,8 @@ BRIDGE_WORDS = 60  # of the bridge chunk, after the question (the whole chunk wa
 # chunk's words through BM25 and KNN cost 100 ms at 10k notes) that the first round did not find, the one whose
 # best chunk is nearest the question first: a chunk names several notes ("initiative", "ongoing damage",
 # "escalation die"), and the question says which of them it is about.
+# A name the chunk writes is its own bundle's (OKF §2: a bundle is self-contained): in one database of four catalogs,
+# a Bitcoin block's "miner fee revenue" named Acme's metric "Revenue".
 # A field that says when ("**Time:** 04 Dawnmarch, 212 PR"): its month names a calendar note, never what a question
 # is about (Thellade's session notes open so, and "Dawnmarch" was a second-round seed for three golden questions).
 _WHEN_FIELD = re.compile(r"^[\s>*_-]*(?:date|time|when|day)[*_\s]*:", re.IGNORECASE)
@@ -577,7 +579,8 @@ BRIDGE_SQL = """with named as (
 ),
 ranked as (
   select named.id, named.name, named.title_rank{similarity}
-  from named join concepts on concepts.id = named.id and not concepts.is_index and not concepts.is_stub{join}
+  from named join concepts on concepts.id = named.id and concepts.bundle = :bundle
+    and not concepts.is_index and not concepts.is_stub{join}
   group by named.id
   order by {order}
 )
@@ -614,7 +617,7 @@ def bridge(query: Query, fused: list[dict[str, Any]], seeds: list[Seed]) -> list
     said = "\n".join(line for line in row[0].split("\n") if not _WHEN_FIELD.match(line))
     bridge_text = query.question + "\n" + " ".join(said.split()[:BRIDGE_WORDS])
     params = {"bridge": bridge_text[:MAX_QUESTION], "question": query.question, "known": json.dumps(sorted(known)),
-              "n": BRIDGE_SEEDS}
+              "n": BRIDGE_SEEDS, "bundle": query.concepts[seeds[0].id]["bundle"]}
     found = query.run("bridge", _bridge_sql(query.uses_vectors), params)
     query.know([row["id"] for row in found])
     return [Seed(row["id"], query.concepts[row["id"]]["path"], query.concepts[row["id"]]["title"],

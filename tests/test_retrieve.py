@@ -540,6 +540,30 @@ def test_the_second_round_reads_no_date_field(tmp_path):
     assert "vault/Factions/Veilbound Circle" in bridged and "vault/Calendar/Dawnmarch" not in bridged
 
 
+def test_the_second_round_names_notes_of_the_bridge_chunks_own_bundle(tmp_path):
+    """OKF §2: a bundle is self-contained, so a name in its note is its own. With four catalogs in one database,
+    a Bitcoin block's "miner fee revenue" named Acme's metric "Revenue", and the LLM was handed Acme's revenue
+    policy for a question on joining blocks to transactions."""
+    from datasette_okf.store import build
+
+    from .conftest import write_bundle
+
+    chain = write_bundle(tmp_path / "chain", {
+        "tables/blocks.md": "---\ntype: Table\ntitle: Blocks\n---\nEach block pays the miner fee revenue through "
+                            "its coinbase, recorded with the transactions it holds.\n",
+        "tables/transactions.md": "---\ntype: Table\ntitle: Transactions\n---\nOne row per payment.\n",
+    })
+    shop = write_bundle(tmp_path / "shop", {
+        "metrics/revenue.md": "---\ntype: Metric\ntitle: Revenue\n---\nRecognized sales of delivered orders.\n",
+    })
+    build([chain, shop], tmp_path / "two.db", embed=False)
+    result = context_for(tmp_path / "two.db", "How does each block pay its miner?")
+    assert result["seeds"][0]["id"] == "chain/tables/blocks"
+    assert "revenue" in result["params"]["bridge"]["bridge"]  # the chunk says the word…
+    bridged = [s["id"] for s in result["seeds"] if s["bridged_from"]]
+    assert bridged == ["chain/tables/transactions"]  # …but only its own bundle's names are read
+
+
 def test_the_gate_weighs_the_same_evidence_in_every_mode(campaign_db):
     """A question is confident or not whatever the mode: what a mode's lists did not look at, the gate looks up."""
     for question in ("Who does the Tinker work for?", "How do I descale an espresso machine?",
