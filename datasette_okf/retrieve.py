@@ -1086,12 +1086,22 @@ def sections(query: Query, nodes: list[Node]) -> dict[str, list[dict[str, Any]]]
 TRUST_ORDER = {"human-reviewed": 0, "machine-confirmed": 1, "unverified": 2}
 MAX_NOTES = 11  # notes in one context, whatever the budget (the mean stays under 10 on every development set)
 CUT_ROOM = 40  # tokens: the least room left (after its header) for which the first note that did not fit comes cut
+# The note two lists agree is the best comes with its two nearest chunks before any other note gets one: one chunk
+# a note is breadth, and the answer is often the top note's second section ("Notes: There are nine exits" in a
+# tavern whose services table was nearer the question). Measured with benchmarks/evidence.py (docs/design.md §7.1).
+AGREED_CHUNKS = 2
+
+
+def _agreed(node: Node) -> bool:
+    """A seed that two lists found (title and keyword, keyword and vector…): no single list's guess."""
+    return node.is_seed and sum(rank is not None for rank in node.why["ranks"].values()) >= 2
 
 
 def fill_budget(question: str, nodes: list[Node], chunks: dict[str, list[dict[str, Any]]],
                 facts: list[dict[str, Any]], budget: int) -> tuple[list[Node], list[str], list[dict[str, Any]]]:
-    """5. Nodes in order while the budget lasts, each with its facts and its best chunk; the first node that did
-    not fit whole then comes with the start of its chunk, if `CUT_ROOM` tokens are left for it (its title and first
+    """5. Nodes in order while the budget lasts, each with its facts and its best chunk (the first, when two lists
+    agree on it, with its best two: AGREED_CHUNKS); the first node that did not fit whole then comes with the start
+    of its chunk, if `CUT_ROOM` tokens are left for it (its title and first
     sentence say what it is); then more of the seeds' chunks. Everything rendered counts: headers, facts, chunks.
     At equal walk score a non-stale node goes first, then the more trusted one."""
     ordered = sorted(nodes, key=lambda n: (-n.score, not n.is_seed, n.stale, TRUST_ORDER.get(n.concept["trust"], 3)))
@@ -1109,14 +1119,17 @@ def fill_budget(question: str, nodes: list[Node], chunks: dict[str, list[dict[st
         pieces = chunks.get(node.id, [])
         if node.anchor:  # an anchored link arrives at its section
             pieces = sorted(pieces, key=lambda c: slug(own_heading(c.get("heading"))) != slug(node.anchor))
-        first = chunk_block(pieces[0]) if pieces and pieces[0]["text"] else ""
-        fields = node.header_fields()
-        if fields.get("description") and fields["description"].removesuffix("...") in first:
-            fields = {**fields, "description": None}  # a vault note's first sentence, already in its chunk
-        header = node_header(fields, titles)
         own_facts = facts_of.get(node.id, [])
         facts_cost = sum(estimate_tokens(f["text"]) + 1 for f in own_facts)
-        cost = estimate_tokens(header + "\n" + first) + facts_cost
+        for shown in ((AGREED_CHUNKS, 1) if not picked and _agreed(node) else (1,)):  # the second only if it fits
+            first = "\n".join(chunk_block(piece) for piece in pieces[:shown] if piece["text"])
+            fields = node.header_fields()
+            if fields.get("description") and fields["description"].removesuffix("...") in first:
+                fields = {**fields, "description": None}  # a vault note's first sentence, already in its chunk
+            header = node_header(fields, titles)
+            cost = estimate_tokens(header + "\n" + first) + facts_cost
+            if used + cost <= budget:
+                break
         if used + cost > budget:
             cut = cut or (node, header, first, own_facts, facts_cost)
             continue
@@ -1124,7 +1137,7 @@ def fill_budget(question: str, nodes: list[Node], chunks: dict[str, list[dict[st
         picked.append(node)
         kept_facts.extend(own_facts)
         parts[node.id] = [header] + ([first] if first else [])
-        rest[node.id] = pieces[1:]
+        rest[node.id] = pieces[shown:]
     if cut and len(picked) < most:
         node, header, first, own_facts, facts_cost = cut
         start = cut_to_fit(header, first, budget - used - facts_cost, CUT_ROOM)

@@ -700,6 +700,32 @@ def test_the_first_note_that_does_not_fit_whole_comes_cut_within_the_budget(tmp_
     assert ids(tighter) == ["port/Harbour Master"] and CUT_MARK not in tighter["context"]
 
 
+def test_the_note_two_lists_agree_on_comes_with_its_two_nearest_sections(tmp_path):
+    """Thellade's th01: the Mooring Flagon was the first note, found by keyword and vector, but the LLM read only its
+    services table; "There are nine exits. Only two are visible." was its second section, and every other note's
+    best section came before it. A note only one list found is a guess: it gets one section, like the rest."""
+    from datasette_okf.store import build
+
+    from .conftest import write_bundle
+
+    filler = " ".join(["Sailors drink there after the tide turns, and the floor is sticky with spilled ale."] * 3)
+    cellar = " ".join(["The cellar floods at spring tide and the back stair creaks under any weight."] * 3)
+    files = {f"Taverns/Tavern {n}.md": f"# Tavern {n}\nAle and a fixer for hire at Tavern {n}. {filler}\n"
+             for n in range(12)}
+    files["Taverns/Mooring Flagon.md"] = ("# Mooring Flagon\n## Services\nAle, a rough cot and a fixer for hire at the "
+                                          "Mooring Flagon tavern.\n## Notes\nThere are nine exits. Only two are "
+                                          f"visible. {cellar}\n")
+    build([write_bundle(tmp_path / "port", files)], tmp_path / "port.db", embed=False)
+    named = context_for(tmp_path / "port.db", "How many exits does the Mooring Flagon tavern have?", budget=400)
+    assert named["nodes"][0]["title"] == "Mooring Flagon" and named["nodes"][0]["via"] == "seed: title+fts"
+    flagon = named["context"].split("### Mooring Flagon")[1].split("\n### ")[0]
+    assert flagon.index("#### Services") < flagon.index("There are nine exits.")  # nearest first, then the next
+    assert len(named["nodes"]) > 2  # …and still room for other notes
+    guessed = context_for(tmp_path / "port.db", "Where can I get a rough cot and a fixer?", budget=400)
+    assert guessed["nodes"][0]["title"] == "Mooring Flagon" and guessed["nodes"][0]["via"] == "seed: fts"
+    assert "nine exits" not in guessed["context"]
+
+
 def test_an_unfilled_template_is_never_a_seed(tmp_path):
     from datasette_okf.store import build
 

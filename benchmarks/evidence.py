@@ -1,0 +1,87 @@
+"""Is the answer in what the LLM reads? Note recall counts a note as found even when the context shows the wrong
+section of it; this counts the words that answer.
+
+    python benchmarks/evidence.py [--shared ../shared] [--work build/golden] [--sets thellade,13th-age,okf-samples,hotpotqa,...]
+                                  [--modes hybrid,vector:10,keyword:10]
+
+- thellade, 13th-age, okf-samples: each answerable golden question's `why` quotes the notes ('There are nine
+  exits. Only two are visible'). A quote of three words or more that some chunk of the database holds (after
+  markup and spacing are evened out) is evidence; it is found when `context_for`'s context holds it too. Quotes
+  that no chunk holds (they span table cells, or paraphrase) are not counted.
+- hotpotqa, hotpotqa-mentions: the question's answer string (yes/no answers left out), found when the context holds it.
+
+Reads the databases `benchmarks/golden_sets.py` built in --work (run that first). musique-mini is never read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from pathlib import Path
+
+from golden_sets import ROOT, golden
+
+from datasette_okf.evaluate import parse_mode
+from datasette_okf.retrieve import connection, context_for
+
+QUOTE = re.compile(r"(?<!\w)['‘\"“]([^'’\"”]{12,}?)['’\"”](?!\w)")
+
+
+def even(text: str) -> str:
+    """Markup and spacing evened out, lower case: a quote and the context compare as words."""
+    return re.sub(r"\s+", " ", re.sub(r"[*_`|>#\[\]]+", " ", text)).strip().lower()
+
+
+def quoted_evidence(db: Path, questions: list[dict]) -> list[tuple[dict, list[str]]]:
+    """(question, its quotes that some chunk holds), for the answerable questions that have any."""
+    held = even(" ".join(text for (text,) in connection(db).execute("select text from chunks")))
+    out = []
+    for question in questions:
+        quotes = [even(q) for q in QUOTE.findall(question.get("why", "")) if len(q.split()) >= 3]
+        quotes = [q for q in quotes if q in held]
+        if question["tier"] != "out" and quotes:
+            out.append((question, quotes))
+    return out
+
+
+def answer_evidence(corpus: Path) -> list[tuple[dict, list[str]]]:
+    questions = json.loads((corpus / "questions.json").read_text())
+    return [(q, [even(q["answer"])]) for q in questions if even(q["answer"]) not in ("yes", "no")]
+
+
+def found(db: Path, evidence: list[tuple[dict, list[str]]], mode: str) -> tuple[int, int, list[str]]:
+    """How many pieces of evidence the contexts hold, of how many, and the ids of questions missing some."""
+    name, options = parse_mode(mode)
+    hits = total = 0
+    missing = []
+    for question, pieces in evidence:
+        context = even(context_for(db, question["question"], mode=name, **options)["context"])
+        held = sum(piece in context for piece in pieces)
+        hits, total = hits + held, total + len(pieces)
+        if held < len(pieces):
+            missing.append(question["id"])
+    return hits, total, missing
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--shared", default=str(ROOT.parent / "shared"))
+    parser.add_argument("--work", default="build/golden")
+    parser.add_argument("--sets", default="thellade,13th-age,okf-samples,hotpotqa,hotpotqa-mentions")
+    parser.add_argument("--modes", default="hybrid,vector:10,keyword:10")
+    args = parser.parse_args()
+    for name in args.sets.split(","):
+        db = Path(args.work) / f"{name}.db"
+        if name.startswith("hotpotqa"):
+            evidence = answer_evidence(Path(args.shared) / "corpora" / "hotpotqa-mini")
+        else:
+            evidence = quoted_evidence(db, golden(name))
+        for mode in args.modes.split(","):
+            hits, total, missing = found(db, evidence, mode)
+            listed = " ".join(missing) if len(missing) <= 15 else f"{len(missing)} questions"
+            print(f"{name:17} {mode:11} {hits:4} of {total:4}  {hits / total:.3f}  missing some: {listed}")
+
+
+if __name__ == "__main__":
+    main()
