@@ -25,13 +25,16 @@ from markupsafe import Markup
 
 from .markdown import shown_text
 
-MARKDOWN_EXTENSIONS = ["tables", "fenced_code", "sane_lists", "nl2br"]  # nl2br: Obsidian shows a newline as one
-EXTRA_TAGS = ["table", "thead", "tbody", "tr", "th", "td", "hr", "br", "del", "sup", "sub"]
+MARKDOWN_EXTENSIONS = ["tables", "fenced_code", "sane_lists", "nl2br", "footnotes"]  # nl2br: Obsidian shows a newline as one
+EXTRA_TAGS = ["table", "thead", "tbody", "tr", "th", "td", "hr", "br", "del", "sup", "sub", "div"]
+EXTRA_ATTRS = {"sup": ["id"], "li": ["id"], "div": ["class"]}  # a footnote's number and its text jump to each other
 BODY_KINDS = {"link", "wikilink", "embed"}  # the other kinds of edge come from the frontmatter
 MAX_LINKS_IN = 50  # listed by title; Datasette's "Links from other tables" counts them all
 _WIKILINK = re.compile(r"\[\[([^\[\]]+)\]\]")
 _TAG = re.compile(r"(<[^>]+>)")
 _NO_LINKS_INSIDE = {"a", "code", "pre"}
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_CELL_BAR = re.compile(r"(?<!\\)\|")  # a `\|` is a bar inside a cell ([[Note\|shown]] in a table)
 
 LINKS_OUT_SQL = """select edges.text, edges.dst, edges.predicate, edges.kind, concepts.title
 from edges join concepts on concepts.id = edges.dst
@@ -84,8 +87,24 @@ def render_body(body: str, links: dict[str, tuple[str, str]]) -> Markup:
     """The readable body as sanitised HTML, its link texts pointing at row pages."""
     from datasette_render_markdown import render_markdown
 
-    html = str(render_markdown(body or "", MARKDOWN_EXTENSIONS, EXTRA_TAGS))
+    html = str(render_markdown(with_table_rules(body or ""), MARKDOWN_EXTENSIONS, EXTRA_TAGS, EXTRA_ATTRS))
     return Markup(link_shown_texts(html, links))
+
+
+def with_table_rules(body: str) -> str:
+    """The readable body leaves a table's `| --- |` rule out (the LLM needs none); Markdown needs it to see a
+    table, so one goes back under each table's first row, outside code."""
+    out: list[str] = []
+    fenced = False
+    for line in body.split("\n"):
+        if _FENCE.match(line):
+            fenced = not fenced
+        row = not fenced and line.lstrip().startswith("|")
+        out.append(line)
+        if row and not (len(out) > 1 and out[-2].lstrip().startswith("|")):
+            cells = len(_CELL_BAR.findall(line.strip().strip("|"))) + 1
+            out.append("|" + " --- |" * cells)
+    return "\n".join(out)
 
 
 def frontmatter_rows(frontmatter: str | None, links: dict[str, tuple[str, str]]) -> list[tuple[str, Markup]]:

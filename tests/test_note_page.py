@@ -93,6 +93,26 @@ def test_row_page_html_in_a_note_is_sanitised(tmp_path):
     assert "onmouseover" not in body and "onerror" not in body and "javascript:" not in body
 
 
+def test_row_page_renders_a_notes_tables_and_footnotes(tmp_path):
+    """The stored body leaves a table's rule out (the LLM needs none), so GA4's schema table showed as lines of
+    pipes, and its "[^ga4-export-docs]" as typed."""
+    bundle = write_bundle(tmp_path / "ga4", {
+        "events.md": "---\ntype: Table\n---\n# Events\n\nOne row per event.[^docs]\n\n| Field | Type |\n| --- | --- |\n"
+                     "| **event_date** | STRING |\n| [[Params\\|event_params]] | RECORD |\n\n```\n| a | code line |\n```\n\n"
+                     "[^docs]: BigQuery export schema.\n",
+        "Params.md": "# Params\n",
+    })
+    db = tmp_path / "ga4.db"
+    build([bundle], db, embed=False)
+    html = page([db], "/ga4/concepts/ga4~2Fevents")
+    body = html[html.index('class="okf-note-body"'):html.index('class="okf-note-side"')]
+    assert "<th>Field</th>" in body and "<td><strong>event_date</strong></td>" in body
+    assert re.search(r"<td><a [^>]+>event_params</a></td>\s*<td>RECORD</td>", body)  # two cells, not three
+    assert "<pre><code>| a | code line |" in body  # code stays code
+    assert '<sup id="fnref:docs">' in body and "BigQuery export schema." in body and "[^docs]" not in body
+    assert ".okf-note-body ol { list-style: decimal" in html  # Datasette's CSS reset took the footnotes' numbers
+
+
 def test_render_body_sanitises_what_reaches_it():
     """The build already drops tags from the body (markdown.readable); bleach is the second line."""
     html = str(render_body('<b onmouseover="alert(1)">bold</b> <script>alert(2)</script> <a href="javascript:x">y</a>',
