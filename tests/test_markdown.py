@@ -185,6 +185,16 @@ def test_links_read_as_their_shown_text_and_html_comments_and_block_ids_go():
     assert text.startswith("# Vaust Hadrinel\n\n## Overview")
 
 
+def test_a_block_id_alone_under_a_table_goes_too():
+    """Obsidian writes a table's or a list's block id on the line under it: the 13th Age rogue's sneak attack
+    table was handed to the LLM followed by "^13A-Class-Rogue-Sneak" (173 such lines in 74 notes)."""
+    text = readable("| Rogue Level | Extra Damage |\n| --- | --- |\n| 1 | +1d4 |\n^13A-Class-Rogue-Sneak\n\n"
+                    "- a list item\n^list-id\nA paragraph ^para-id\nThe x^2 term stays.\n")
+    assert "^" not in text.replace("x^2", "")
+    assert "| 1 | +1d4 |" in text and "- a list item" in text and "A paragraph" in text and "x^2" in text
+
+
+
 def test_dataview_fields_keep_their_value_and_templater_iframes_and_empty_rows_go():
     text = readable_note("Compendium/Talents/Shadow Walk.md")
     assert text.startswith("**Requirements**: **Dark Elf**\nOnce per battle, teleport as a move action")
