@@ -242,8 +242,10 @@ class PathIndex:
     def resolve_wikilink(self, source: str, target: str) -> Resolution:
         """Resolve `[[target]]` by path, then path suffix, then file name, then alias.
 
-        Case-insensitive, as Obsidian is. More than one match at the first step
-        that matches is ambiguous: every candidate is kept, none is guessed.
+        Case-insensitive, as Obsidian is. Of several matches at the first step that
+        matches, the one in the linking note's own folder is the link, as in Obsidian
+        (13th Age's drow in Humanoid/Drow/ write [[Drow]], and Beast/Drow/Drow.md exists
+        too); otherwise it is ambiguous: every candidate is kept, none is guessed.
         """
         path, _, anchor = target.partition("#")
         anchor = anchor.strip() or None
@@ -264,8 +266,11 @@ class PathIndex:
             lambda: self.by_name.get(base, []) if "/" not in key else [],
             lambda: self.by_alias.get(name.casefold(), []) if is_note else [],
         ]
+        folder = posixpath.dirname(source)
         for step in steps:
             matches = step()
+            if len(matches) > 1:
+                matches = [p for p in matches if posixpath.dirname(p) == folder] or matches
             if len(matches) == 1:
                 return Resolution(_file_status(matches[0]), matches[0], anchor)
             if matches:

@@ -136,6 +136,18 @@ def test_ambiguous_wikilinks_keep_every_candidate():
     assert by_alias.candidates == ("people/marrek-elder.md", "people/marrek-younger.md")
 
 
+def test_of_notes_sharing_a_name_the_one_in_the_linking_notes_folder_is_the_link():
+    """Obsidian's rule: 13th Age's Humanoid/Drow/Drow-Cavalry.md writes [[Drow]] for Humanoid/Drow/Drow.md, and
+    Beast/Drow/Drow.md exists too. Before, all seven such links were ambiguous and made no edge."""
+    index = PathIndex(["Beast/Drow/Drow.md", "Humanoid/Drow/Drow.md", "Humanoid/Drow/Drow-Cavalry.md", "Bestiary.md"])
+    assert index.resolve_wikilink("Humanoid/Drow/Drow-Cavalry.md", "Drow") == Resolution(
+        "note", "Humanoid/Drow/Drow.md")
+    assert index.resolve_wikilink("Bestiary.md", "Drow").candidates == (
+        "Beast/Drow/Drow.md", "Humanoid/Drow/Drow.md")  # from elsewhere, still nothing guessed
+    by_name = INDEX.resolve_wikilink("Sessions/Old/recap.md", "Marrek Tindall")
+    assert by_name.path == "Sessions/Old/Marrek Tindall.md"
+
+
 def test_dead_wikilink():
     assert INDEX.resolve_wikilink("x.md", "Captain Orlo").status == "dead"
 
