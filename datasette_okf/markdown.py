@@ -310,21 +310,22 @@ def _unfilled_tables(lines: list[str]) -> set[int]:
 
 def _stray_fence_end(lines: list[str], opening: int) -> int:
     """A plugin fence opened in a callout whose body was written without `>`: the block runs on to its closing
-    fence, a few lines down (custom-frames, thellade NOTES.md), or, with none, over the Dataview query lines that
-    follow it (a query in a column callout: 51 Thellade notes showed "LIST / FROM outgoing([[]]) / WHERE
-    econtains(tags, …)" to the LLM)."""
+    fence, a few lines down, quoted or not (custom-frames, thellade NOTES.md; the six party dashboards quote every
+    line of their Dataview query but the first, and their one chunk was the query's remains), or, with none, over
+    the Dataview query lines that follow it (a query in a column callout: 51 Thellade notes showed "LIST / FROM
+    outgoing([[]]) / WHERE econtains(tags, …)" to the LLM)."""
     body = opening + 1
     if ">" not in lines[opening].split("`")[0].split("~")[0] or body >= len(lines) or \
             lines[body].lstrip().startswith(">"):  # not in a callout, or its body is quoted: an ordinary fence
         return opening
+    for number in range(body, min(opening + 12, len(lines))):  # its closing fence, quoted or not, before a blank
+        if not lines[number].strip():
+            break
+        if _FENCE_LINE.match(lines[number]) and not lines[number].strip(" \t>`~"):
+            return number
     after = body
     while after < len(lines) and _DATAVIEW_QUERY.match(lines[after].strip()):
         after += 1
-    for number in range(after, min(opening + 12, len(lines))):
-        if _FENCE_LINE.match(lines[number]) and not lines[number].strip(" \t>`~"):
-            return number
-        if not lines[number].strip() or after > body:
-            break
     return after - 1 if after > body else opening
 
 

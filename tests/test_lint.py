@@ -236,6 +236,9 @@ def test_markup_left_finds_what_the_cleaning_missed(tmp_path):
     conn.execute("update chunks set text = text || ' WHERE econtains(tags, \"#Character\")'"
                  " where id = (select max(id) from chunks)")  # a Dataview query line the cleaning let through
     assert len(run_lint(conn, only="markup_left")[0]["rows"]) == 2
+    conn.execute("update chunks set text = text || ' \"\" + link(file.link, Title) + \"\" AS Title'"
+                 " where id = (select min(id) + 1 from chunks)")  # a query's column list (the party dashboards)
+    assert len(run_lint(conn, only="markup_left")[0]["rows"]) == 3
 
 
 def test_every_check_names_its_culprit_concept_and_takes_a_folder(built):

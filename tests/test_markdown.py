@@ -195,6 +195,18 @@ def test_a_block_id_alone_under_a_table_goes_too():
 
 
 
+def test_a_query_in_a_callout_quoted_on_every_line_but_its_first_goes_to_its_closing_fence():
+    """Thellade's six party dashboards: `>>```dataview`, then `TABLE WITHOUT ID` unquoted, then the rest of the
+    query quoted up to `>>```. Only the first line went, and each dashboard's one chunk was the query's remains
+    ("" + link(file.link, Title) + "" AS Title / FROM "01 Campaign" / ```), handed to the LLM whenever a question
+    named "Campaign Group 5"."""
+    body = ('> [!metadata|sessionlogs]- Session Logs\n>> [!cards|dataview 3]\n>>```dataview\nTABLE WITHOUT ID\n'
+            '>>     "<span style=\'display: block\'>" + link(file.link, Title) + "</span>" AS Title\n'
+            '>> FROM "Campaign"\n>> WHERE econtains(whichparty, this.file.link)\n>>SORT sessiondate DESC LIMIT 9\n'
+            '>>```\n\n## Notes\nThe party owes the harbour guild forty crowns.\n')
+    assert readable(body) == "## Notes\nThe party owes the harbour guild forty crowns."
+
+
 def test_dataview_fields_keep_their_value_and_templater_iframes_and_empty_rows_go():
     text = readable_note("Compendium/Talents/Shadow Walk.md")
     assert text.startswith("**Requirements**: **Dark Elf**\nOnce per battle, teleport as a move action")
