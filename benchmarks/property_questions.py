@@ -11,6 +11,9 @@ Then the same through an unfilled template: X links to a stub (a note whose text
 property is the answer ("Which deities does the faith Cedric Thalor follows worship?": his `religion` is The
 Pactbound Flame, a stub whose `worship` names Asmodeus and Aevaris). It counts as answered when a title the stub's
 property links to is in the context.
+
+Last, keys written after a long list (`head`, `owner`, `steward`: "Who heads The Blackwake Corsairs?"), which the
+first note's facts showed only once they took each key's first link before any key's second.
 """
 
 from __future__ import annotations
@@ -32,6 +35,14 @@ where edges.kind = 'property' and not note.is_stub and edges.predicate in (selec
 group by note.id, edges.predicate
 order by note.id, edges.predicate"""
 
+
+# Keys an organisation or a place writes after its `location` list, which runs to twenty links in Thellade:
+# the first six links were all `hq` and `location` for The Blackwake Corsairs, and its `head` never came.
+LATER_KEYS = {
+    "head": "Who heads {}?",
+    "owner": "Who owns {}?",
+    "steward": "Who is the steward of {}?",
+}
 
 THROUGH = {
     ("religion", "worship"): "Which deities does the faith {} follows worship?",
@@ -60,20 +71,29 @@ def through(conn, count: int, seed: int) -> None:
               f"{answered}")
 
 
-def main(db: str, count: int = 60, seed: int = 3) -> None:
+def asked_about(conn, questions: dict[str, str], count: int, seed: int) -> tuple[int, int, int]:
+    """(asked, confident, answered) for up to `count` of the notes' properties that `questions` asks about."""
     import json
 
-    conn = connection(db)
-    rows = conn.execute(PROPERTIES_SQL, {"predicates": json.dumps(list(QUESTIONS))}).fetchall()
+    rows = conn.execute(PROPERTIES_SQL, {"predicates": json.dumps(list(questions))}).fetchall()
     random.Random(seed).shuffle(rows)
     asked = confident = answered = 0
     for title, predicate, targets in rows[:count]:
-        result = context_for(conn, QUESTIONS[predicate].format(title))
+        result = context_for(conn, questions[predicate].format(title))
         asked += 1
         confident += result["confident"]
         answered += any(target in result["context"] for target in json.loads(targets))
+    return asked, confident, answered
+
+
+def main(db: str, count: int = 60, seed: int = 3) -> None:
+    conn = connection(db)
+    asked, confident, answered = asked_about(conn, QUESTIONS, count, seed)
     print(f"{db}: {asked} questions, {confident} confident, a linked title in the context for {answered}")
     through(conn, count, seed)
+    asked, confident, answered = asked_about(conn, LATER_KEYS, count, seed)
+    print(f"  keys written after long lists: {asked} questions, {confident} confident, a linked title in the context "
+          f"for {answered}")
 
 
 if __name__ == "__main__":

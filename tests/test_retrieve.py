@@ -443,6 +443,31 @@ def test_the_frontmatter_links_of_the_note_asked_about_reach_the_llm_as_facts(tm
     assert result["params"]["facts"]["property_facts"] == PROPERTY_FACTS
 
 
+def test_each_frontmatter_key_gets_its_first_link_in_before_any_key_gets_a_second(tmp_path):
+    """Thellade's Blackwake Corsairs write `hq`, then 20 `location` links, then `head: [[Varros Darin]]`: the first
+    six links were `hq` and five locations, and "Who leads the Blackwake Corsairs?" never read its head."""
+    from datasette_okf.retrieve import PROPERTY_FACTS
+    from datasette_okf.store import build
+
+    from .conftest import write_bundle
+
+    places = "".join(f"  - \"[[Isle {n}]]\"\n" for n in range(8))
+    root = write_bundle(tmp_path / "vault", {
+        "Blackwake Corsairs.md": f"---\nhq: \"[[Veilcutter's Refuge]]\"\nlocation:\n{places}head: \"[[Varros Darin]]\"\n"
+                                 "steward: \"[[Veyra Torell]]\"\n---\nA smuggling fleet of the outer isles.\n",
+        **{f"Isle {n}.md": f"An isle, number {n}.\n" for n in range(8)},
+        "Veilcutter's Refuge.md": "A hidden cove.\n", "Varros Darin.md": "The Phantom Admiral.\n",
+        "Veyra Torell.md": "Keeps the books.\n",
+    })
+    build([root], tmp_path / "v.db", embed=False)
+    result = context_for(tmp_path / "v.db", "Who leads the Blackwake Corsairs?")
+    lines = [f["text"].split(" (trust:")[0] for f in result["facts"]]
+    assert lines == ["- Blackwake Corsairs hq Veilcutter's Refuge", "- Blackwake Corsairs location Isle 0",
+                     "- Blackwake Corsairs location Isle 1", "- Blackwake Corsairs location Isle 2",
+                     "- Blackwake Corsairs head Varros Darin", "- Blackwake Corsairs steward Veyra Torell"]
+    assert len(lines) == PROPERTY_FACTS  # the keys' first links, then the second and third of `location`
+
+
 def test_an_unfilled_templates_links_the_question_asks_for_come_through_the_first_notes_link_to_it(tmp_path):
     """Thellade's High Chancellor has `religion: [[The Pactbound Flame]]`, and The Pactbound Flame is an unfilled
     template whose frontmatter `worship` names Asmodeus and Aevaris: all the vault says of it, and no chunk of it
