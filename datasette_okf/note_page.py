@@ -33,6 +33,7 @@ MAX_LINKS_IN = 50  # listed by title; Datasette's "Links from other tables" coun
 _WIKILINK = re.compile(r"\[\[([^\[\]]+)\]\]")
 _TAG = re.compile(r"(<[^>]+>)")
 _NO_LINKS_INSIDE = {"a", "code", "pre"}
+_URL = re.compile(r"https?://[^\s<>\"']+")  # in escaped text: no quote or angle bracket can end up in the href
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _CELL_BAR = re.compile(r"(?<!\\)\|")  # a `\|` is a bar inside a cell ([[Note\|shown]] in a table)
 
@@ -108,8 +109,9 @@ def with_table_rules(body: str) -> str:
 
 
 def frontmatter_rows(frontmatter: str | None, links: dict[str, tuple[str, str]]) -> list[tuple[str, Markup]]:
-    """(key, value as HTML) for each frontmatter key: lists and mappings as compact JSON, the shown texts of
-    its links (`links`, as for render_body) made links."""
+    """(key, value as HTML) for each frontmatter key: a list one item a line, a mapping as `key: value` pairs (an
+    OKF note's `sources` read as a reader would, not as JSON), web addresses and the shown texts of its links
+    (`links`, as for render_body) made links."""
     try:
         data = json.loads(frontmatter or "{}")
     except ValueError:
@@ -118,10 +120,19 @@ def frontmatter_rows(frontmatter: str | None, links: dict[str, tuple[str, str]])
         return []
     rows = []
     for key, value in data.items():
-        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-        text = _WIKILINK.sub(lambda m: shown_text(m.group(1)), text)  # [[a/b.md|B]] reads "B", as in Obsidian
-        rows.append((str(key), Markup(link_shown_texts(escape(text, quote=False), links))))
+        text = _WIKILINK.sub(lambda m: shown_text(m.group(1)), _as_text(value))  # [[a/b.md|B]] reads "B"
+        html = _URL.sub(lambda m: f'<a href="{m.group(0)}" rel="nofollow">{m.group(0)}</a>', escape(text, quote=False))
+        rows.append((str(key), Markup(link_shown_texts(html, links).replace("\n", "<br>"))))
     return rows
+
+
+def _as_text(value: Any) -> str:
+    """A frontmatter value as text: a list of mappings one a line, other lists comma-separated."""
+    if isinstance(value, dict):
+        return ", ".join(f"{key}: {_as_text(item)}" for key, item in value.items())
+    if isinstance(value, list):
+        return ("\n" if any(isinstance(item, dict) for item in value) else ", ").join(_as_text(i) for i in value)
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
 
 
 def concept_id_from(request: Any) -> str | None:

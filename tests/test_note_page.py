@@ -1,6 +1,7 @@
 """A concept's row page you can read (note_page.py, templates/row.html): rendered, linked, and safe."""
 
 import asyncio
+import json
 import re
 import sqlite3
 from html import unescape
@@ -64,6 +65,20 @@ def test_frontmatter_values_read_as_in_obsidian_and_link_their_targets():
     assert "[[" not in str(rows["location"])
     assert str(rows["n"]) == "3" and "#NPC" in str(rows["tags"])
     assert frontmatter_rows("not json", {}) == []
+
+
+def test_an_okf_notes_sources_read_as_lines_with_their_addresses_linked():
+    """GA4's `sources` (a list of mappings, OKF §5.1) showed as one line of JSON."""
+    rows = dict(frontmatter_rows(json.dumps({
+        "sources": [{"title": "BigQuery Export Schema", "id": "ga4-export-docs",
+                     "resource": "https://support.google.com/analytics/answer/7029846"},
+                    {"title": "Evil", "resource": "javascript:alert(1)\"><script>"}],
+        "tags": ["analytics", "ga4"]}), {}))
+    sources = str(rows["sources"])
+    assert sources.startswith("title: BigQuery Export Schema, id: ga4-export-docs, resource: <a href=\"https://support"
+                              ".google.com/analytics/answer/7029846\" rel=\"nofollow\">")
+    assert "<br>title: Evil" in sources and "<script>" not in sources and 'href="javascript' not in sources
+    assert str(rows["tags"]) == "analytics, ga4"
 
 
 def test_row_page_shows_the_rendered_note_with_links_in_and_out(vault_db):
