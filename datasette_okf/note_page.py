@@ -23,7 +23,7 @@ from urllib.parse import urlencode
 from datasette.utils import tilde_encode, urlsafe_components
 from markupsafe import Markup
 
-from .markdown import shown_text
+from .markdown import mask_code, shown_text
 
 MARKDOWN_EXTENSIONS = ["tables", "fenced_code", "sane_lists", "nl2br", "footnotes"]  # nl2br: Obsidian shows a newline as one
 EXTRA_TAGS = ["table", "thead", "tbody", "tr", "th", "td", "hr", "br", "del", "sup", "sub", "div"]
@@ -34,7 +34,6 @@ _WIKILINK = re.compile(r"\[\[([^\[\]]+)\]\]")
 _TAG = re.compile(r"(<[^>]+>)")
 _NO_LINKS_INSIDE = {"a", "code", "pre"}
 _URL = re.compile(r"https?://[^\s<>\"']+")  # in escaped text: no quote or angle bracket can end up in the href
-_FENCE = re.compile(r"^\s*(```|~~~)")
 _CELL_BAR = re.compile(r"(?<!\\)\|")  # a `\|` is a bar inside a cell ([[Note\|shown]] in a table)
 
 LINKS_OUT_SQL = """select edges.text, edges.dst, edges.predicate, edges.kind, concepts.title
@@ -96,15 +95,13 @@ def with_table_rules(body: str) -> str:
     """The readable body leaves a table's `| --- |` rule out (the LLM needs none); Markdown needs it to see a
     table, so one goes back under each table's first row, outside code."""
     out: list[str] = []
-    fenced = False
-    for line in body.split("\n"):
-        if _FENCE.match(line):
-            fenced = not fenced
-        row = not fenced and line.lstrip().startswith("|")
+    after_row = False
+    for line, outside in zip(body.split("\n"), mask_code(body).split("\n")):
+        row = outside.lstrip().startswith("|")
         out.append(line)
-        if row and not (len(out) > 1 and out[-2].lstrip().startswith("|")):
-            cells = len(_CELL_BAR.findall(line.strip().strip("|"))) + 1
-            out.append("|" + " --- |" * cells)
+        if row and not after_row:
+            out.append("|" + " --- |" * (len(_CELL_BAR.findall(line.strip().strip("|"))) + 1))
+        after_row = row
     return "\n".join(out)
 
 

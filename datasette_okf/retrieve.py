@@ -157,12 +157,12 @@ PROPERTY_FACTS = 6  # frontmatter links of the note the question is most about, 
 # every note's cost Thellade's temporal tier 0.949 -> 0.808 (notes 8.6 -> 5.6 within the budget). Not its `sources`:
 # they say where the note comes from (OKF §5.1), which each fact line already cites, not what its subject is.
 FACTS_SQL = """with first_properties as (  -- each key's first link before any key's second, as the frontmatter writes them
-  select id, src, dst, predicate, kind, anchor, object_literal, date, source_id, line, text from (
-    select edges.*, row_number() over (partition by edges.predicate order by edges.id) as nth from edges
-    where edges.kind = 'property' and edges.src = json_extract(:nodes, '$[0]')
-      and edges.predicate != 'sources' and edges.predicate not like 'sources.%'
-  )
-  order by nth, id limit :property_facts
+  select edges.* from edges join (
+    select id, row_number() over (partition by predicate order by id) as nth from edges
+    where kind = 'property' and src = json_extract(:nodes, '$[0]')
+      and predicate != 'sources' and predicate not like 'sources.%'
+  ) as ranked on ranked.id = edges.id
+  order by ranked.nth, edges.id limit :property_facts
 )
 select src, predicate, dst, object_literal, date, source_id from (
   select edges.*, 0 as through from edges
