@@ -38,7 +38,7 @@ from .render import (
 )
 from .schema import check_format, read_meta, stored_model, vectors_progress
 from .sqlfunctions import prepare_connection
-from .titles import MAX_QUESTION, STOPWORDS, coverage, number_after, numbered, spoken_names, words
+from .titles import MAX_QUESTION, STOPWORDS, besides, coverage, number_after, numbered, spoken_names, words
 
 T = TypeVar("T")
 RRF_K = 60
@@ -1051,40 +1051,54 @@ def _end_of_chain(query: Query, concept_id: str) -> tuple[str, list[str]]:
 
 
 # 5a. Every section of the notes offered, nearest the question first: the budget packs a note's best section,
-# not its first (a note's "Description" before the "Overview" that answers). Without vectors, reading order,
-# then re-ordered by how much of the question each section covers.
-SECTIONS_SQL = """select chunks.id, chunks.concept_id, chunks.seq, chunks.heading, chunks.text,
-  case when chunk_floats.embedding is not null  -- a chunk a build is still embedding has none yet
-    then vec_distance_cosine(chunk_floats.embedding, (select okf_embed(:question))) end as distance
-from chunks left join chunk_floats on chunk_floats.id = chunks.id
-where chunks.concept_id in (select value from json_each(:ids))
-  and chunks.text not in (select text from template_texts)  -- a template's words, not the note's (store.py)
-order by chunks.concept_id, distance is null, distance + :template_penalty * chunks.template_share, chunks.seq"""
-SECTIONS_NO_VECTORS_SQL = """select id, concept_id, seq, heading, text, null as distance, template_share from chunks
+# not its first (a note's "Description" before the "Overview" that answers). The first note's best is chosen with
+# the question's words too, its own name's left out (:asked, titles.besides): a section is nearer by COVERAGE_WEIGHT
+# × the share of them it holds ("Which cleric was entrusted with the infant Kothar?" gets his Divine Heritage, not
+# his prophecy, which was nearer in cosine). The rest follow by nearness. Without vectors: by the share alone.
+SECTIONS_SQL = """with sections as (
+  select chunks.id, chunks.concept_id, chunks.seq, chunks.heading, chunks.text,
+    case when chunk_floats.embedding is not null  -- a chunk a build is still embedding has none yet
+      then vec_distance_cosine(chunk_floats.embedding, (select okf_embed(:question))) end as distance,
+    chunks.template_share
+  from chunks left join chunk_floats on chunk_floats.id = chunks.id
+  where chunks.concept_id in (select value from json_each(:ids))
+    and chunks.text not in (select text from template_texts)  -- a template's words, not the note's (store.py)
+), near as (
+  select *, distance + :template_penalty * template_share as nearness from sections
+)
+select id, concept_id, seq, heading, text, distance from near
+order by concept_id, distance is null,
+  id != (select id from near where concept_id = :first and distance is not null  -- the first note's best
+         order by nearness - :coverage_weight * okf_coverage(:asked, coalesce(heading, '') || ' ' || text), seq
+         limit 1),
+  nearness, seq"""
+SECTIONS_NO_VECTORS_SQL = """select id, concept_id, seq, heading, text, null as distance from chunks
 where concept_id in (select value from json_each(:ids))
   and text not in (select text from template_texts)
-order by concept_id, seq"""
+order by concept_id, okf_coverage(:question, coalesce(heading, '') || ' ' || text) desc, template_share, seq"""
 # A chunk's cosine distance counts this much more when all its words are in lines its note has from a template (in
 # more than 3 notes with other text, bundle.describe_and_find_stubs): a nudge, not a rule. Thellade's session 7 had
 # its prep checklist ("- [x] Intro → Exploration → …", share 1.0) 0.005 nearer "What happened in Group 2's session
 # 7?" than its transcript notes. Sorting such chunks last instead would put 13th Age's "Basic Attacks > Melee
 # Attack", which four classes share word for word, behind every other chunk of a class whatever the question.
 TEMPLATE_PENALTY = 0.02
+# How much nearer the first note's section is for holding all of the question's words (one more of eight: 0.05,
+# about the spread of a note's sections in cosine distance). Measured with benchmarks/evidence.py (docs/design.md
+# §7.3).
+COVERAGE_WEIGHT = 0.4
 
 
 def sections(query: Query, nodes: list[Node]) -> dict[str, list[dict[str, Any]]]:
-    """Each node's chunks, the one nearest the question first (a template's lines a little farther)."""
-    vectors = query.uses_vectors
-    rows = query.run("sections", SECTIONS_SQL if vectors else SECTIONS_NO_VECTORS_SQL,
-                     {"question": query.question, "ids": json.dumps([n.id for n in nodes]),
-                      "template_penalty": TEMPLATE_PENALTY})
+    """Each node's chunks, the one nearest the question first (a template's lines a little farther; for the first
+    note, the question's words a little nearer)."""
+    first = packing_order(nodes)[0]
+    rows = query.run("sections", SECTIONS_SQL if query.uses_vectors else SECTIONS_NO_VECTORS_SQL,
+                     {"question": query.question, "ids": json.dumps([n.id for n in nodes]), "first": first.id,
+                      "asked": besides(query.question, first.concept["title"]),
+                      "template_penalty": TEMPLATE_PENALTY, "coverage_weight": COVERAGE_WEIGHT})
     by_concept: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
         by_concept.setdefault(row["concept_id"], []).append(row)
-    if not vectors:
-        for chunks in by_concept.values():
-            chunks.sort(key=lambda c: (-coverage(query.question, f"{c['heading'] or ''} {c['text']}"),
-                                       c["template_share"]))
     return by_concept
 
 
@@ -1102,6 +1116,12 @@ def _agreed(node: Node) -> bool:
     return node.is_seed and sum(rank is not None for rank in node.why["ranks"].values()) >= 2
 
 
+def packing_order(nodes: list[Node]) -> list[Node]:
+    """The order the budget packs nodes in: by score; at equal score a seed, then a non-stale node, then the more
+    trusted one."""
+    return sorted(nodes, key=lambda n: (-n.score, not n.is_seed, n.stale, TRUST_ORDER.get(n.concept["trust"], 3)))
+
+
 def fill_budget(question: str, nodes: list[Node], chunks: dict[str, list[dict[str, Any]]],
                 facts: list[dict[str, Any]], budget: int) -> tuple[list[Node], list[str], list[dict[str, Any]]]:
     """5. Nodes in order while the budget lasts, each with its facts and its best chunk (the first, when two lists
@@ -1109,7 +1129,7 @@ def fill_budget(question: str, nodes: list[Node], chunks: dict[str, list[dict[st
     of its chunk, if `CUT_ROOM` tokens are left for it (its title and first
     sentence say what it is); then more of the seeds' chunks. Everything rendered counts: headers, facts, chunks.
     At equal walk score a non-stale node goes first, then the more trusted one."""
-    ordered = sorted(nodes, key=lambda n: (-n.score, not n.is_seed, n.stale, TRUST_ORDER.get(n.concept["trust"], 3)))
+    ordered = packing_order(nodes)
     titles = {n.id: n.concept["title"] for n in nodes}
     facts_of: dict[str, list[dict[str, Any]]] = {}
     for fact in facts:  # an unfilled template's, read through the first note's link to it, comes with that note

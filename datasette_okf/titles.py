@@ -77,6 +77,14 @@ def content_words(text: str) -> list[str]:
     return list(seen)
 
 
+def besides(question: str, name: str) -> str:
+    """The question's content words that are not the name's: what it asks of a note it already names. Every section
+    of "Kothar" is about Kothar, so "Kothar" says nothing of which one answers "Who was the infant Kothar entrusted
+    to?"."""
+    named = {_stem(word) for word in words(name)}
+    return " ".join(word for word in content_words(question) if _stem(word) not in named)
+
+
 def _forms(stem: str) -> set[str]:
     """Every word `_stem` can turn into `stem`: the stem itself, or the stem and a suffix it strips."""
     return {stem, stem + "'s", stem + "es", stem + "s"} | ({stem[:-1] + "ies"} if stem.endswith("y") else set())

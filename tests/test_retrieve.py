@@ -743,6 +743,34 @@ def test_the_first_note_that_does_not_fit_whole_comes_cut_within_the_budget(tmp_
     assert ids(tighter) == ["port/Harbour Master"] and CUT_MARK not in tighter["context"]
 
 
+def test_the_first_notes_section_holding_what_the_question_asks_is_what_the_llm_reads(tmp_path, monkeypatch):
+    """On a database built from the Thellade vault, "Which cleric was entrusted with the infant Kothar?" handed the
+    LLM Kothar's prophecy, nearer the question in cosine, and not the section naming the cleric. The first note's
+    best section is now chosen with the question's words too, its own name's left out (every section is Kothar's)."""
+    from datasette_okf import retrieve
+    from datasette_okf.store import build
+
+    heritage = ("Kothar is an Aasimar Nephilim, god-touched by the sun god Aurion at birth. He was entrusted to the "
+                "dwarven cleric Mirik Brightgaze, whose prophetic visions foretold: \"The tyrant's name will be "
+                "unspoken, his mirror shall rise in flame.\" His divine essence is restorative, meant to reignite "
+                "the broken path of the lizardfolk and their drowned sun temples.")
+    prophecy = ("Kothar is not only a redeemer: he is a living trial sent to undo the sins of his ancestor. The tyrant "
+                "still lingers in stasis beneath the mangrove crypts, and the boy who bears the mirror of his name "
+                "will either redeem the bloodline or finish its ruin.")
+    files = {"Kothar.md": f"---\ntype: Person\n---\n# Kothar\n\n## Prophecy and Arc\n{prophecy}\n\n"
+                          f"## Divine Heritage\n{heritage}\n"}
+    files.update({f"Sailor {n}.md": f"# Sailor {n}\nSailor {n} crews a fishing boat out of the harbour.\n"
+                  for n in range(3)})
+    build([write_bundle(tmp_path / "heroes", files)], tmp_path / "heroes.db")  # the real default model
+    question = "Who was Kothar entrusted to as a baby?"
+    for mode in ("hybrid", "vector", "keyword"):
+        result = context_for(tmp_path / "heroes.db", question, mode=mode, budget=150)
+        assert result["nodes"][0]["title"] == "Kothar" and "Mirik Brightgaze" in result["context"], mode
+        assert result["params"]["sections"]["asked"] == "entrusted baby"
+    monkeypatch.setattr(retrieve, "COVERAGE_WEIGHT", 0.0)  # by cosine alone: the prophecy
+    assert "Mirik Brightgaze" not in context_for(tmp_path / "heroes.db", question, budget=150)["context"]
+
+
 def test_the_note_two_lists_agree_on_comes_with_its_two_nearest_sections(tmp_path):
     """Thellade's th01: the Mooring Flagon was the first note, found by keyword and vector, but the LLM read only its
     services table; "There are nine exits. Only two are visible." was its second section, and every other note's

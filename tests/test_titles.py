@@ -4,6 +4,7 @@ import pytest
 
 from datasette_okf.titles import (
     TitleIndex,
+    besides,
     content_words,
     coverage,
     fts_query,
@@ -42,6 +43,14 @@ def test_coverage_counts_content_words():
     assert coverage("How do I fix a flat bicycle tire?", "Policy on flat apartments; fix rents.") == 0.5
     assert coverage("Which ships pay the toll?", "Every ship pays a toll") == 1.0  # plural endings fold
     assert coverage("Which ships pay the toll?", "A ship") == pytest.approx(1 / 3)
+    # a word found inside another, or only as a prefix, is not found; every form of a word is
+    assert coverage("Which parties sail?", "the party sails") == 1.0 and coverage("Which cat?", "a catalogue") == 0.0
+    assert coverage("Where is the harbour?", "the harbor") == 1.0  # either spelling
+
+
+def test_besides_leaves_out_the_words_of_a_name_the_question_already_names():
+    assert besides("Who was Kothar entrusted to as a baby?", "Kothar") == "entrusted baby"
+    assert besides("Which ships does the Black Gull sail?", "The Black Gulls") == "ships sail"  # stems compare
 
 
 @pytest.mark.parametrize(("word", "other"), [
