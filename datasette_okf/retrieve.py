@@ -1094,7 +1094,7 @@ def sections(query: Query, nodes: list[Node]) -> dict[str, list[dict[str, Any]]]
     first = packing_order(nodes)[0]
     rows = query.run("sections", SECTIONS_SQL if query.uses_vectors else SECTIONS_NO_VECTORS_SQL,
                      {"question": query.question, "ids": json.dumps([n.id for n in nodes]), "first": first.id,
-                      "asked": besides(query.question, first.concept["title"]),
+                      "asked": besides(query.question, first.concept["title"] or ""),
                       "template_penalty": TEMPLATE_PENALTY, "coverage_weight": COVERAGE_WEIGHT})
     by_concept: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
