@@ -9,6 +9,9 @@ section of it; this counts the words that answer.
   markup and spacing are evened out) is evidence; it is found when `context_for`'s context holds it too. Quotes
   that no chunk holds (they span table cells, or paraphrase) are not counted.
 - hotpotqa, hotpotqa-mentions: the question's answer string (yes/no answers left out), found when the context holds it.
+- thellade, 13th-age, also: benchmarks/golden/later-sections.json, 30 questions each written from a section other
+  than the first of a long note (the note's best section must be chosen, not its first or its nearest in cosine);
+  the quote is found when the required note's own block of the context holds it.
 
 Reads the databases `benchmarks/golden_sets.py` built in --work (run that first). musique-mini is never read.
 """
@@ -50,6 +53,30 @@ def answer_evidence(corpus: Path) -> list[tuple[dict, list[str]]]:
     return [(q, [even(q["answer"])]) for q in questions if even(q["answer"]) not in ("yes", "no")]
 
 
+def later_sections(name: str) -> list[dict]:
+    return [q for q in json.loads((ROOT / "benchmarks" / "golden" / "later-sections.json").read_text())
+            if q["set"] == name]
+
+
+def note_block(result: dict, path: str) -> str:
+    """The required note's own block of the context ("### Title (id)" to the next note), or "" if it did not come."""
+    node = next((n for n in result["nodes"] if n["path"] == path), None)
+    if node is None:
+        return ""
+    header = f"### {node['title']} ({node['id']})"
+    after = result["context"].split(header, 1)
+    return after[1].split("\n### ", 1)[0] if len(after) == 2 else ""
+
+
+def found_in_notes(db: Path, questions: list[dict], mode: str) -> tuple[int, list[str]]:
+    """How many later-section quotes the required note's block holds, and the ids of those it does not."""
+    name, options = parse_mode(mode)
+    missing = [q["id"] for q in questions
+               if even(q["quote"]) not in even(note_block(context_for(db, q["question"], mode=name, **options),
+                                                          q["required"][0]))]
+    return len(questions) - len(missing), missing
+
+
 def found(db: Path, evidence: list[tuple[dict, list[str]]], mode: str) -> tuple[int, int, list[str]]:
     """How many pieces of evidence the contexts hold, of how many, and the ids of questions missing some."""
     name, options = parse_mode(mode)
@@ -81,6 +108,11 @@ def main() -> None:
             hits, total, missing = found(db, evidence, mode)
             listed = " ".join(missing) if len(missing) <= 15 else f"{len(missing)} questions"
             print(f"{name:17} {mode:11} {hits:4} of {total:4}  {hits / total:.3f}  missing some: {listed}")
+        sections = later_sections(name)
+        for mode in args.modes.split(",") if sections else []:
+            hits, missing = found_in_notes(db, sections, mode)
+            print(f"{name + ' later':17} {mode:11} {hits:4} of {len(sections):4}  {hits / len(sections):.3f}  "
+                  f"missing: {' '.join(missing)}")
 
 
 if __name__ == "__main__":
