@@ -175,7 +175,10 @@ def test_watch_ignores_its_own_outputs_and_editor_churn_and_stops_cleanly(live):
     time.sleep(2)
     assert rebuild_lines(log) == before  # not even the database and timeline written beside the notes
     process.send_signal(signal.SIGINT)
-    assert process.wait(timeout=20) == 0
+    try:
+        assert process.wait(timeout=20) == 0
+    except subprocess.TimeoutExpired:  # seen once in a loaded full run: keep what it said, to know where it hung
+        pytest.fail("build --watch --serve did not stop within 20 s of Ctrl-C; its log ends:\n" + log.read_text()[-3000:])
     assert "stopped watching" in log.read_text()
     with pytest.raises(OSError):
         urllib.request.urlopen(base, timeout=2)
