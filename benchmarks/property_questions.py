@@ -12,8 +12,11 @@ property is the answer ("Which deities does the faith Cedric Thalor follows wors
 Pactbound Flame, a stub whose `worship` names Asmodeus and Aevaris). It counts as answered when a title the stub's
 property links to is in the context.
 
-Last, keys written after a long list (`head`, `owner`, `steward`: "Who heads The Blackwake Corsairs?"), which the
+Then keys written after a long list (`head`, `owner`, `steward`: "Who heads The Blackwake Corsairs?"), which the
 first note's facts showed only once they took each key's first link before any key's second.
+
+Last, the first questions asked of unfilled templates themselves ("Which organization does Bragan Holt belong
+to?"): their frontmatter links are all the vault says of them (docs/design.md §2.6).
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ QUESTIONS = {
 }
 PROPERTIES_SQL = """select note.title, edges.predicate, json_group_array(target.title)
 from edges join concepts as note on note.id = edges.src join concepts as target on target.id = edges.dst
-where edges.kind = 'property' and not note.is_stub and edges.predicate in (select value from json_each(:predicates))
+where edges.kind = 'property' and note.is_stub = :stubs and edges.predicate in (select value from json_each(:predicates))
 group by note.id, edges.predicate
 order by note.id, edges.predicate"""
 
@@ -71,11 +74,12 @@ def through(conn, count: int, seed: int) -> None:
               f"{answered}")
 
 
-def asked_about(conn, questions: dict[str, str], count: int, seed: int) -> tuple[int, int, int]:
-    """(asked, confident, answered) for up to `count` of the notes' properties that `questions` asks about."""
+def asked_about(conn, questions: dict[str, str], count: int, seed: int, stubs: bool = False) -> tuple[int, int, int]:
+    """(asked, confident, answered) for up to `count` of the notes' properties that `questions` asks about, of notes
+    with text of their own or (`stubs`) of unfilled templates."""
     import json
 
-    rows = conn.execute(PROPERTIES_SQL, {"predicates": json.dumps(list(questions))}).fetchall()
+    rows = conn.execute(PROPERTIES_SQL, {"predicates": json.dumps(list(questions)), "stubs": stubs}).fetchall()
     random.Random(seed).shuffle(rows)
     asked = confident = answered = 0
     for title, predicate, targets in rows[:count]:
@@ -93,6 +97,9 @@ def main(db: str, count: int = 60, seed: int = 3) -> None:
     through(conn, count, seed)
     asked, confident, answered = asked_about(conn, LATER_KEYS, count, seed)
     print(f"  keys written after long lists: {asked} questions, {confident} confident, a linked title in the context "
+          f"for {answered}")
+    asked, confident, answered = asked_about(conn, QUESTIONS, count, seed, stubs=True)
+    print(f"  of unfilled templates: {asked} questions, {confident} confident, a linked title in the context "
           f"for {answered}")
 
 

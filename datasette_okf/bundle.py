@@ -67,7 +67,7 @@ class Concept:
     content_hash: str
     type_source: str | None = None  # frontmatter | folder (inferred for a vault) | log (OKF §9); None: no type
     description_source: str | None = None  # frontmatter | body (its first sentence of its own)
-    is_stub: bool = False  # a template with nothing filled in: never a seed
+    is_stub: bool = False  # a template with nothing filled in: a seed only by name, for its links
     template_lines: frozenset[str] = frozenset()  # digests of its prose lines that are a template's (template_share)
     placeholder_lines: frozenset[str] = frozenset()  # of those, the ones TEMPLATE_COPIES notes share: never shown
 

@@ -12,6 +12,7 @@ from typing import Any
 from .render import estimate_tokens
 from .retrieve import connection, context_for
 from .schema import read_meta
+from .sqlfunctions import SAYS_SOMETHING
 
 TIERS = ("lookup", "synthesis", "temporal", "out")
 RECALL_AT = 5  # recall in the context's first notes too: how multi-hop retrieval is compared with dense top-5
@@ -36,18 +37,19 @@ def _matches(required: str, node: dict[str, Any]) -> bool:
     return required in (node["path"], node["id"]) or node["id"].endswith("/" + required.removesuffix(".md"))
 
 
-NEVER_OFFERED_SQL = """select is_index, is_stub from concepts
+NEVER_OFFERED_SQL = f"""select is_index, is_stub and not {SAYS_SOMETHING} from concepts
 where path = :required or id = :required or id like '%/' || :stem or id = :stem"""
 
 
 def _never_offered(conn: Any, required: str) -> str | None:
     """Why no mode can bring a required note, when that is so: it is not in the database, or retrieval never
-    offers it (an unfilled template, an index node). A golden set's author can then fix the note or the set."""
+    offers it (an unfilled template without frontmatter links, an index node). A golden set's author can then fix the
+    note or the set. A template with links is offered when the question names it (docs/design.md §2.6)."""
     rows = conn.execute(NEVER_OFFERED_SQL, {"required": required, "stem": required.removesuffix(".md")}).fetchall()
     if not rows:
         return "no such note in this database"
     if all(is_stub for _, is_stub in rows):
-        return "an unfilled template (is_stub): never a seed nor a walked note, only passed through"
+        return "an unfilled template (is_stub) without frontmatter links: never a seed nor a walked note"
     if all(is_index for is_index, _ in rows):
         return "an index node: never a seed nor a walked note"
     return None

@@ -40,7 +40,7 @@ CONCEPTS = {
         "trust_tier": "unverified | machine-confirmed | human-reviewed, from verified (OKF §5.3)",
         "superseded_by": "The concept that replaces this one (its own field, or the other's supersedes)",
         "is_index": "1 for an index.md (a structural node, not a concept)",
-        "is_stub": "1 for an unfilled template: never a seed of context_for",
+        "is_stub": "1 for an unfilled template: a seed of context_for only when the question names it and its frontmatter links something",
         "degree": "Edges touching the concept, both directions (the graph walk damps by it)",
         "content_hash": "Hash of the file; unchanged files are not rewritten",
     },

@@ -52,7 +52,7 @@ from json_each(okf_title_names(:question))
 where not okf_common_name(json_extract(value, '$.name'))  -- "more damage" names no note "Damage" (docs §2.1)"""
 # BM25 is ranked inside the full-text index first and only the best rows are joined: joining every
 # match before sorting costs twice as much on OR-ed questions (10k concepts: 9 ms -> 4.5 ms).
-# The extra 16 rows make room for index nodes and stubs (unfilled templates), which are never seeds.
+# The extra 16 rows make room for index nodes and stubs (unfilled templates), which BM25 never seeds.
 FTS_SQL = """select id, row_number() over (order by score) as rank from (
   select concepts.id, best.score
   from (select rowid, bm25(concepts_fts, 4.0, 4.0, 2.0, 2.0, 1.0) as score from concepts_fts
@@ -156,13 +156,18 @@ PROPERTY_FACTS = 6  # frontmatter links of the note the question is most about, 
 # [[The Sable Accord]]"), which the note's text never says: the first note's first few come as fact lines. All of
 # every note's cost Thellade's temporal tier 0.949 -> 0.808 (notes 8.6 -> 5.6 within the budget). Not its `sources`:
 # they say where the note comes from (OKF §5.1), which each fact line already cites, not what its subject is.
-FACTS_SQL = """with first_properties as (  -- each key's first link before any key's second, as the frontmatter writes them
+FACTS_SQL = """with told(id) as (  -- the first note, and each unfilled template offered: its links are all it says
+  select json_extract(:nodes, '$[0]')
+  union
+  select concepts.id from json_each(:nodes) join concepts on concepts.id = json_each.value and concepts.is_stub
+),
+first_properties as (  -- each note's first :property_facts: each key's first link before any key's second
   select edges.* from edges join (
-    select id, row_number() over (partition by predicate order by id) as nth from edges
-    where kind = 'property' and src = json_extract(:nodes, '$[0]')
-      and predicate != 'sources' and predicate not like 'sources.%'
-  ) as ranked on ranked.id = edges.id
-  order by ranked.nth, edges.id limit :property_facts
+    select id, row_number() over (partition by src order by nth, id) as place from (
+      select id, src, row_number() over (partition by src, predicate order by id) as nth from edges
+      where kind = 'property' and src in (select id from told)
+        and predicate != 'sources' and predicate not like 'sources.%')
+  ) as ranked on ranked.id = edges.id and ranked.place <= :property_facts
 )
 select src, predicate, dst, object_literal, date, source_id from (
   select edges.*, 0 as through from edges
@@ -430,13 +435,13 @@ def gate(query: Query, fused: list[dict[str, Any]]) -> tuple[bool, str]:
     same evidence in every mode: what a mode's lists did not look at is looked up here (docs/design.md §3)."""
     titled, keyword, best = _evidence(query, fused)
     unknown = [row["name"] for row in query.run("names", UNKNOWN_NAMES_SQL, {"question": query.question})]
+    missing = _missing_member(query, fused)  # before the titles: "session 9 in Kanda" names the city's note
+    if missing:
+        return False, missing
     if titled and (not unknown or _named(query, titled, unknown)):
         return True, "the question names a concept's title or alias"
     if unknown:
         return False, f"the question names {', '.join(unknown)}, which no note mentions"
-    missing = _missing_member(query, fused)
-    if missing:
-        return False, missing
     options = query.options
     if keyword:
         texts = query.conn.execute(
@@ -657,22 +662,45 @@ def _below_first_round(first: list[Seed], count: int) -> list[float]:
     return [round(floor * 0.9 ** (i + 1), 6) for i in range(count)]
 
 
+# What an unfilled template says (its name, aliases, each frontmatter link as "predicate target"), and whether one of
+# the notes found with text of their own mentions it (docs/design.md §2.6)
+TEMPLATE_SQL = """select concepts.title || ' ' || coalesce(concepts.aliases, '') || ' ' || coalesce(group_concat(
+  replace(edges.predicate, '_', ' ') || ' ' || coalesce(target.title, edges.object_literal, ''), ' '), ''),
+  exists (select 1 from concepts_fts join concepts as found on found.rowid = concepts_fts.rowid
+          where concepts_fts match :phrase and found.id in (select value from json_each(:texts)))
+from concepts
+left join edges on edges.src = concepts.id and edges.kind = 'property'
+left join concepts as target on target.id = edges.dst
+where concepts.id = :id"""
+
+
 def pick_seeds(query: Query, fused: list[dict[str, Any]]) -> list[Seed]:
     """The fused notes in order, each superseded one resolved to the end of its chain (unless the question
-    asks about the past), each once, as many as the mode keeps."""
-    seeds: list[Seed] = []
+    asks about the past), each once, as many notes with text of their own as the mode keeps, and among them the
+    unfilled templates the question is about (_about; docs/design.md §2.6)."""
+    picked: list[Seed] = []
     for row in fused:
         target, chain = (row["id"], []) if query.historical else _end_of_chain(query, row["id"])
-        if any(seed.id == target for seed in seeds):
+        if any(seed.id == target for seed in picked):
             continue
         query.know([target])
         concept = query.concepts[target]
-        seeds.append(Seed(target, concept["path"], concept["title"],
-                          ranks={name: row.get(f"{name}_rank") for name in query.lists},
-                          rrf=round(row["rrf"], 6), resolved_from=chain[0] if chain else None))
-        if len(seeds) >= query.rules.seed_count(query.options):
+        picked.append(Seed(target, concept["path"], concept["title"],
+                           ranks={name: row.get(f"{name}_rank") for name in query.lists},
+                           rrf=round(row["rrf"], 6), resolved_from=chain[0] if chain else None))
+        if sum(not query.concepts[s.id]["is_stub"] for s in picked) >= query.rules.seed_count(query.options):
             break
-    return seeds
+    texts = [s.id for s in picked if not query.concepts[s.id]["is_stub"]]
+    return [s for s in picked if not query.concepts[s.id]["is_stub"] or _about(query, s, texts)]
+
+
+def _about(query: Query, template: Seed, texts: list[str]) -> bool:
+    """Whether the question is about an unfilled template it names: no note found with text of its own mentions
+    it ("Which organization does Bragan Holt work for?": his frontmatter links are all the vault says of him), or
+    its name and links hold most of the question's words. A city every seed already talks about is not."""
+    params = {"id": template.id, "phrase": '"' + template.title.replace('"', '""') + '"', "texts": json.dumps(texts)}
+    text, mentioned = query.conn.execute(TEMPLATE_SQL, params).fetchone()
+    return not mentioned or coverage(query.question, text or "") > query.options.coverage_threshold
 
 
 def walk(query: Query, seeds: list[Seed], fused: list[dict[str, Any]]) -> list[Arrival]:
@@ -1020,7 +1048,8 @@ def _has_table(conn: Any, name: str) -> bool:
     return conn.execute("select 1 from sqlite_master where name = ?", [name]).fetchone() is not None
 
 
-_CONCEPT_COLUMNS = ("id", "bundle", "path", "title", "description", "trust_tier", "status", "stale_after", "superseded_by", "is_index")
+_CONCEPT_COLUMNS = ("id", "bundle", "path", "title", "description", "trust_tier", "status", "stale_after", "superseded_by",
+                    "is_index", "is_stub")
 
 
 def _concepts(conn: Any, ids: list[str]) -> dict[str, dict[str, Any]]:

@@ -73,11 +73,19 @@ class RRF:
         return self.total
 
 
+# An unfilled template is named too when its frontmatter links something (not only its sources): a vault keeps
+# much of what it knows there ("organization: [[The Red Runners]]"), and it is all the note says (docs/design.md §2.6).
+SAYS_SOMETHING = """exists (select 1 from edges where edges.src = concepts.id and edges.kind = 'property'
+  and edges.predicate != 'sources' and edges.predicate not like 'sources.%')"""
+
+
 def title_index(conn: Any) -> TitleIndex:
-    """Titles and aliases of every concept that can be a seed: not an index node, the log or a stub."""
+    """Titles and aliases of every concept that can be a seed: not an index node or the log, and no unfilled template
+    unless its frontmatter links something."""
     names = []
     for concept_id, title, aliases in conn.execute(
-        f"select id, title, aliases from concepts where not is_index and not is_stub and not {IS_LOG}"
+        f"select id, title, aliases from concepts where not is_index and not {IS_LOG}"
+        f" and (not is_stub or {SAYS_SOMETHING})"
     ):
         names.append((concept_id, title or ""))
         names.extend((concept_id, alias) for alias in json.loads(aliases or "[]"))

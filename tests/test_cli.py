@@ -304,8 +304,8 @@ def test_evaluate_by_question_lists_each_miss_and_the_calibration(tmp_path, camp
 
 
 def test_evaluate_by_question_says_when_a_missed_note_is_one_retrieval_never_offers(tmp_path):
-    """Thellade's "The Pactbound Flame" is an unfilled template: no mode can bring it, and the miss says so, so a
-    golden set's author fixes the note or the question instead of tuning retrieval."""
+    """An unfilled template without frontmatter links (a vault's blank settlement page): no mode can bring it, and
+    the miss says so, so a golden set's author fixes the note or the question instead of tuning retrieval."""
     from datasette_okf.store import build
 
     build([ROOT / "tests" / "fixtures" / "plugins"], tmp_path / "p.db", embed=False)
@@ -315,6 +315,6 @@ def test_evaluate_by_question_says_when_a_missed_note_is_one_retrieval_never_off
     result = CliRunner().invoke(cli, ["okf", "evaluate", str(tmp_path / "p.db"), str(golden), "--modes", "keyword",
                                       "--by-question", "--format", "markdown"])
     assert result.exit_code == 0, result.output
-    assert ("missed: 01 World/06 Settlements/Eastport.md — an unfilled template (is_stub): never a seed nor a walked "
-            "note, only passed through") in result.output
+    assert ("missed: 01 World/06 Settlements/Eastport.md — an unfilled template (is_stub) without frontmatter links: "
+            "never a seed nor a walked note") in result.output
 

@@ -410,6 +410,8 @@ def test_a_question_about_a_session_its_series_does_not_have_is_refused(tmp_path
     files = {f"Sessions/Campaign {c}/Campaign {c} - Session {n:02d} - Part {n}.md":
              f"# Part {c}{n}\nGroup {c} sailed to Kanda and fought at the docks in session {n}.\n"
              for c, last in ((6, 8), (3, 9)) for n in range(6, last + 1)}
+    files["Kanda.md"] = "---\norganization: \"[[Harbour Guard]]\"\n---\n"  # a template the question names: no vouching
+    files["Harbour Guard.md"] = "Keeps the docks of Kanda.\n"
     build([write_bundle(tmp_path / "vault", files)], tmp_path / "v.db", embed=False)
     refused = context_for(tmp_path / "v.db", "What happened to Campaign Group 6 during their session 9 in Kanda?")
     assert not refused["confident"] and refused["nodes"] == []
@@ -795,6 +797,58 @@ def test_the_note_two_lists_agree_on_comes_with_its_two_nearest_sections(tmp_pat
     guessed = context_for(tmp_path / "port.db", "Where can I get a rough cot and a fixer?", budget=400)
     assert guessed["nodes"][0]["title"] == "Mooring Flagon" and guessed["nodes"][0]["via"] == "seed: fts"
     assert "nine exits" not in guessed["context"]
+
+
+def test_an_unfilled_template_the_question_is_about_comes_first_with_its_links_as_facts(tmp_path):
+    """Most of Thellade's NPCs are unfilled templates whose frontmatter links are all the vault says of them
+    (docs/design.md §2.6): "Which organization does Bragan Holt work for?" was refused ("no title named"), though
+    his `organization` names The Red Runners. Named by the question, and mentioned by no note found with text of
+    its own, he now comes first, his links as facts, and the walk reaches the organization's note."""
+    from datasette_okf.store import build
+
+    from .conftest import write_bundle
+
+    root = write_bundle(tmp_path / "vault", {
+        "NPCs/Bragan Holt.md": "---\naliases:\n  - Captain Bragan Holt\norganization:\n  - \"[[The Red Runners]]\"\n"
+                               "location:\n  - \"[[The Ember Wharf]]\"\n---\n",
+        "NPCs/Brenni Holt.md": "A cheerful halfling assistant at Thimble & Thread, devoted to her work.\n",
+        "Factions/The Red Runners.md": "A militarized syndicate of smugglers and thieves out of Jambito.\n",
+        "Places/The Ember Wharf.md": "The busiest wharf of Mangagoy.\n",
+    })
+    build([root], tmp_path / "v.db", embed=False)
+    result = context_for(tmp_path / "v.db", "Which organization does Bragan Holt work for?")
+    assert result["confident"] and result["reason"] == "the question names a concept's title or alias"
+    ids = [n["id"] for n in result["nodes"]]
+    assert ids[0] == "vault/NPCs/Bragan Holt" and result["nodes"][0]["via"] == "seed: title"
+    assert "- Bragan Holt organization The Red Runners (trust: unverified)" in result["context"]
+    assert "vault/Factions/The Red Runners" in ids  # walked from him: its text is what the LLM reads next
+    # keyword mode has no title list: he is named (the gate answers), but no seed, as before
+    keyword = context_for(tmp_path / "v.db", "Which organization does Bragan Holt work for?", mode="keyword")
+    assert keyword["confident"] and "vault/NPCs/Bragan Holt" not in [n["id"] for n in keyword["nodes"]]
+
+
+def test_an_unfilled_template_the_notes_found_already_mention_is_no_seed(tmp_path):
+    """Thellade's city of Kanda is a template with frontmatter links. "How many exits does the tavern on Kanda's
+    docks have?" is about the tavern, whose note mentions Kanda: Kanda taking the first place (and with it the first
+    note's facts and best section) cost lookup and linked-note recall when it was measured (docs/design.md §2.6)."""
+    from datasette_okf.store import build
+
+    from .conftest import write_bundle
+
+    root = write_bundle(tmp_path / "vault", {
+        "Kanda.md": "---\norganization:\n  - \"[[Harbour Guard]]\"\nlocation:\n  - \"[[Outcast Isles]]\"\n---\n",
+        "Mooring Flagon.md": "An unmarked tavern on Kanda's docks. It has nine exits, only two of them visible.\n",
+        "Harbour Guard.md": "Keeps the docks.\n",
+        "Outcast Isles.md": "A chain of islands.\n",
+    })
+    build([root], tmp_path / "v.db", embed=False)
+    result = context_for(tmp_path / "v.db", "How many exits does the tavern on Kanda's docks have?")
+    assert result["confident"] and result["nodes"][0]["id"] == "vault/Mooring Flagon"
+    assert "vault/Kanda" not in [s["id"] for s in result["seeds"]]
+    assert "Kanda organization" not in result["context"]
+    # asked about Kanda itself, its name and links hold most of the question: it keeps its place
+    about = context_for(tmp_path / "v.db", "Which organization holds Kanda?")
+    assert about["nodes"][0]["id"] == "vault/Kanda" and "- Kanda organization Harbour Guard" in about["context"]
 
 
 def test_an_unfilled_template_is_never_a_seed(tmp_path):
