@@ -15,8 +15,10 @@ property links to is in the context.
 Then keys written after a long list (`head`, `owner`, `steward`: "Who heads The Blackwake Corsairs?"), which the
 first note's facts showed only once they took each key's first link before any key's second.
 
-Last, the first questions asked of unfilled templates themselves ("Which organization does Bragan Holt belong
-to?"): their frontmatter links are all the vault says of them (docs/design.md §2.6).
+Then the same first questions asked of unfilled templates themselves ("Which organization does Bragan Holt belong
+to?"): their frontmatter links are all the vault says of them (docs/design.md §2.6). Last, frontmatter values that
+are no link ("When was Mangagoy founded?": `founded: 17 Stardrift -0285 PR`), answered when the value is in the
+context (docs/design.md §6).
 """
 
 from __future__ import annotations
@@ -90,6 +92,37 @@ def asked_about(conn, questions: dict[str, str], count: int, seed: int, stubs: b
     return asked, confident, answered
 
 
+# Frontmatter values that are no link ("population: 25,000", "founded: 17 Stardrift -0285 PR"): answered when the
+# value is in the context. Thellade writes them on places, organizations, deities and people.
+FIELDS = {
+    "population": "What is the population of {}?",
+    "founded": "When was {} founded?",
+    "pronounced": "How is {} pronounced?",
+    "occupation": "What is the occupation of {}?",
+    "alignment": "What is the alignment of {}?",
+    "favored_weapon": "What is the favored weapon of {}?",
+}
+FIELDS_SQL = """select concepts.title, field.key, field.value from concepts, json_each(concepts.frontmatter) as field
+where field.key in (select value from json_each(:keys)) and field.type in ('text', 'integer', 'real')
+  and trim(field.value) != '' and field.value not like '%[[%'
+order by concepts.id, field.key"""
+
+
+def fields(conn, count: int, seed: int) -> tuple[int, int, int]:
+    """(asked, confident, answered) for up to `count` frontmatter values that are no link."""
+    import json
+
+    rows = conn.execute(FIELDS_SQL, {"keys": json.dumps(list(FIELDS))}).fetchall()
+    random.Random(seed).shuffle(rows)
+    asked = confident = answered = 0
+    for title, key, value in rows[:count]:
+        result = context_for(conn, FIELDS[key].format(title))
+        asked += 1
+        confident += result["confident"]
+        answered += str(value).strip() in result["context"]
+    return asked, confident, answered
+
+
 def main(db: str, count: int = 60, seed: int = 3) -> None:
     conn = connection(db)
     asked, confident, answered = asked_about(conn, QUESTIONS, count, seed)
@@ -101,6 +134,9 @@ def main(db: str, count: int = 60, seed: int = 3) -> None:
     asked, confident, answered = asked_about(conn, QUESTIONS, count, seed, stubs=True)
     print(f"  of unfilled templates: {asked} questions, {confident} confident, a linked title in the context "
           f"for {answered}")
+    asked, confident, answered = fields(conn, count, seed)
+    print(f"  frontmatter values that are no link: {asked} questions, {confident} confident, the value in the "
+          f"context for {answered}")
 
 
 if __name__ == "__main__":

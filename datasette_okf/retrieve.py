@@ -179,6 +179,19 @@ select src, predicate, dst, object_literal, date, source_id from (
   cross join concepts on concepts.id = first_properties.dst and concepts.is_stub
   cross join edges on edges.src = concepts.id and edges.kind = 'property'
   where length(edges.predicate) >= 4 and ' ' || :question like '% ' || replace(edges.predicate, '_', ' ') || '%'
+  union all  -- the values of `told` that are no link, whose key the question names: "When was Kanda founded?"
+  select null, src, null, key, 'field', null, value, null, null, null, null, 0 from (
+    select concepts.id as src, field.key, case field.type when 'array' then (
+        select group_concat(item.value, ', ') from json_each(field.value) as item
+        where item.type in ('text', 'integer', 'real') and item.value not like '%[[%') else field.value end as value
+    from told join concepts on concepts.id = told.id
+    cross join json_each(concepts.frontmatter) as field
+    where field.type in ('text', 'integer', 'real', 'array') and length(field.key) >= 4
+      and field.key not in ('type', 'title', 'description', 'aliases', 'tags', 'sources')  -- their own columns
+      and ' ' || :question like '% ' || replace(replace(field.key, '_', ' '), '-', ' ') || '%'
+  )
+  where value not like '%[[%'  -- a link is an edge, above
+    and :question not like '%' || value || '%'  -- "Group 4's session": "group Group 4" says nothing
 )
 order by through, src, date, id"""
 
@@ -662,16 +675,16 @@ def _below_first_round(first: list[Seed], count: int) -> list[float]:
     return [round(floor * 0.9 ** (i + 1), 6) for i in range(count)]
 
 
-# What an unfilled template says (its name, aliases, each frontmatter link as "predicate target"), and whether one of
-# the notes found with text of their own mentions it (docs/design.md §2.6)
-TEMPLATE_SQL = """select concepts.title || ' ' || coalesce(concepts.aliases, '') || ' ' || coalesce(group_concat(
-  replace(edges.predicate, '_', ' ') || ' ' || coalesce(target.title, edges.object_literal, ''), ' '), ''),
+# What an unfilled template says (its name, aliases, each frontmatter field as "key value", a link as its target's
+# title), and whether one of the notes found with text of their own mentions it (docs/design.md §2.6)
+TEMPLATE_SQL = """select concepts.title || ' ' || coalesce(concepts.aliases, '') || ' ' || coalesce((
+    select group_concat(replace(field.key, '_', ' ') || ' ' || field.value, ' ') from json_each(concepts.frontmatter)
+    as field where field.type in ('text', 'integer', 'real', 'array')), '') || ' ' || coalesce((
+    select group_concat(target.title, ' ') from edges join concepts as target on target.id = edges.dst
+    where edges.src = concepts.id and edges.kind = 'property'), ''),
   exists (select 1 from concepts_fts join concepts as found on found.rowid = concepts_fts.rowid
           where concepts_fts match :phrase and found.id in (select value from json_each(:texts)))
-from concepts
-left join edges on edges.src = concepts.id and edges.kind = 'property'
-left join concepts as target on target.id = edges.dst
-where concepts.id = :id"""
+from concepts where concepts.id = :id"""
 
 
 def pick_seeds(query: Query, fused: list[dict[str, Any]]) -> list[Seed]:

@@ -827,6 +827,35 @@ def test_an_unfilled_template_the_question_is_about_comes_first_with_its_links_a
     assert keyword["confident"] and "vault/NPCs/Bragan Holt" not in [n["id"] for n in keyword["nodes"]]
 
 
+def test_a_frontmatter_value_whose_key_the_question_names_is_a_fact(tmp_path):
+    """Thellade writes much in frontmatter values that are no link: `favored_weapon: Longsword, Warhammer`,
+    `population: 25,000`, `founded: 17 Stardrift -0285 PR`. The first note's (and a template's) come as facts when
+    the question names the key (docs/design.md §6); a value the question already says ("group: Group 4") does not,
+    nor does a key it does not name."""
+    from datasette_okf.store import build
+
+    from .conftest import write_bundle
+
+    root = write_bundle(tmp_path / "vault", {
+        "Deities/Valdros.md": "---\nfavored_weapon: Longsword, Warhammer\nskills:\n  - Intimidation\n  - \"[[Diplomacy]]\"\n"
+                              "  - Athletics\npronounced: VAL-drohs\n---\nValdros, the Oathblade, god of justice and oaths.\n",
+        "Diplomacy.md": "The art of talking.\n",
+        "Places/Kanda.md": "---\npopulation: 25,000\nlocation: \"[[Kanda Isles]]\"\n---\n",
+        "Places/Kanda Isles.md": "An island chain.\n",
+        "Sessions/Session 7.md": "---\ngroup: Group 4\n---\nGroup 4 ambushed the Gilded Hound and lost the ledger.\n",
+    })
+    build([root], tmp_path / "v.db", embed=False)
+    weapon = context_for(tmp_path / "v.db", "What is Valdros's favored weapon?")
+    assert "- Valdros favored_weapon Longsword, Warhammer (trust: unverified)" in weapon["context"]
+    assert "pronounced" not in weapon["context"]  # a key the question does not name
+    skills = context_for(tmp_path / "v.db", "Which skills does Valdros teach?")
+    assert "- Valdros skills Intimidation, Athletics (trust: unverified)" in skills["context"]  # the link is an edge
+    kanda = context_for(tmp_path / "v.db", "What is the population of Kanda?")
+    assert kanda["nodes"][0]["id"] == "vault/Places/Kanda" and "- Kanda population 25,000" in kanda["context"]
+    session = context_for(tmp_path / "v.db", "What did Group 4 lose after the ambush at the Gilded Hound?")
+    assert session["nodes"][0]["id"] == "vault/Sessions/Session 7" and "group Group 4" not in session["context"]
+
+
 def test_an_unfilled_template_the_notes_found_already_mention_is_no_seed(tmp_path):
     """Thellade's city of Kanda is a template with frontmatter links. "How many exits does the tavern on Kanda's
     docks have?" is about the tavern, whose note mentions Kanda: Kanda taking the first place (and with it the first
