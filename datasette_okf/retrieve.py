@@ -167,7 +167,7 @@ first_properties as (  -- each note's first :property_facts: each key's first li
       select id, src, row_number() over (partition by src, predicate order by id) as nth from edges
       where kind = 'property' and src in (select id from told)
         and predicate != 'sources' and predicate not like 'sources.%')
-  ) as ranked on ranked.id = edges.id and ranked.place <= :property_facts
+  ) as ranked on ranked.id = edges.id and ranked.place <= cast(:property_facts as integer)
 )
 select src, predicate, dst, object_literal, date, source_id from (
   select edges.*, 0 as through from edges
@@ -485,10 +485,10 @@ SERIES_MEMBERS_SQL = """with recursive reach(id, steps, direction) as (
   select value, 0, -1 from json_each(:found)
   union all
   select edges.dst, reach.steps + 1, 1 from reach join edges on edges.src = reach.id and edges.kind = 'sequence'
-  where reach.direction = 1 and reach.steps < :reach
+  where reach.direction = 1 and reach.steps < cast(:reach as integer)
   union all
   select edges.src, reach.steps + 1, -1 from reach join edges on edges.dst = reach.id and edges.kind = 'sequence'
-  where reach.direction = -1 and reach.steps < :reach
+  where reach.direction = -1 and reach.steps < cast(:reach as integer)
 )
 select distinct concepts.path from reach join concepts on concepts.id = reach.id
 where exists (select 1 from edges where edges.src = reach.id and edges.kind = 'sequence')
@@ -789,7 +789,7 @@ forward(start, id, steps, path) as (
   union all
   select forward.start, edges.dst, forward.steps + 1, json_insert(forward.path, '$[#]', edges.dst)
   from forward join edges on edges.src = forward.id and edges.kind = 'sequence'
-  where forward.steps < :max_gap and forward.id not in (select id from members)
+  where forward.steps < cast(:max_gap as integer) and forward.id not in (select id from members)
 ),
 gaps as (
   select distinct path.value as id, forward.start as after, forward.id as before
@@ -842,11 +842,11 @@ reach(start, id, steps, direction) as (  -- each found note's series, SERIES_REA
   union all
   select reach.start, edges.dst, reach.steps + 1, 1 from reach
   join edges on edges.src = reach.id and edges.kind = 'sequence'
-  where reach.direction = 1 and reach.steps < :reach
+  where reach.direction = 1 and reach.steps < cast(:reach as integer)
   union all
   select reach.start, edges.src, reach.steps + 1, -1 from reach
   join edges on edges.dst = reach.id and edges.kind = 'sequence'
-  where reach.direction = -1 and reach.steps < :reach
+  where reach.direction = -1 and reach.steps < cast(:reach as integer)
 ),
 reached_numbers as materialized (  -- "Campaign 3 - Session 09 - ..." carries 9 after "session", whatever its zeros
   select concepts.id, words.word, okf_number_after(concepts.title, words.word) as in_title,

@@ -827,6 +827,33 @@ def test_an_unfilled_template_the_question_is_about_comes_first_with_its_links_a
     assert keyword["confident"] and "vault/NPCs/Bragan Holt" not in [n["id"] for n in keyword["nodes"]]
 
 
+def test_every_stage_gives_the_same_rows_with_its_parameters_as_datasette_passes_them(tmp_path):
+    """The question page opens each stage's statement in Datasette's SQL editor with the parameters it ran with, and
+    Datasette passes every parameter as text. A comparison with a number then holds for any text ('6' is greater
+    than every integer in SQLite): the editor listed every frontmatter link of the first note, not PROPERTY_FACTS,
+    and a series' reach was unbounded. Each number is cast where it is compared."""
+    from datasette_okf.retrieve import _rows, connection
+    from datasette_okf.store import build
+
+    from .conftest import write_bundle
+
+    places = "".join(f"  - \"[[Isle {n}]]\"\n" for n in range(8))
+    files = {
+        "Blackwake Corsairs.md": f"---\nhq: \"[[Isle 0]]\"\nlocation:\n{places}---\nA smuggling fleet of the outer "
+                                 "isles, seen in session 9.\n",
+        **{f"Isle {n}.md": f"An isle, number {n}.\n" for n in range(8)},
+        **{f"Sessions/Session {n:02d}.md": f"# Session {n}\nThe party sailed on in session {n}.\n" for n in range(1, 19)},
+    }
+    build([write_bundle(tmp_path / "vault", files)], tmp_path / "v.db", embed=False)
+    conn = connection(tmp_path / "v.db")
+    result = context_for(conn, "How did the Blackwake Corsairs' story unfold from session 9 to session 11?")
+    assert {"facts", "series", "walk"} <= set(result["sql"])
+    for stage, sql in result["sql"].items():
+        params = result["params"][stage]
+        as_text = {key: value if isinstance(value, str) else str(value) for key, value in params.items()}
+        assert _rows(conn, sql, as_text) == _rows(conn, sql, params), stage
+
+
 def test_a_frontmatter_value_whose_key_the_question_names_is_a_fact(tmp_path):
     """Thellade writes much in frontmatter values that are no link: `favored_weapon: Longsword, Warhammer`,
     `population: 25,000`, `founded: 17 Stardrift -0285 PR`. The first note's (and a template's) come as facts when
