@@ -38,7 +38,7 @@ from .render import (
 )
 from .schema import check_format, read_meta, stored_model, vectors_progress
 from .sqlfunctions import prepare_connection
-from .titles import MAX_QUESTION, STOPWORDS, besides, coverage, number_after, numbered, spoken_names, words
+from .titles import MAX_QUESTION, STOPWORDS, besides, coverage, end_asked, number_after, numbered, spoken_names, words
 
 T = TypeVar("T")
 RRF_K = 60
@@ -344,8 +344,8 @@ class Node:
         why = self.why
         if why["kind"] == "hop":
             return f"hop {why['hop']} via {why['from']} ({why['predicate']})"
-        if why["kind"] == "series" and why["role"] == "named":
-            return f"series: named by the question, in the series of {why['after']}"
+        if why["kind"] == "series" and why["role"] in ASKED_ROLES:
+            return f"series: {ASKED_ROLES[why['role']]}, in the series of {why['after']}"
         if why["kind"] == "series":
             return "series: " + ", ".join(f"{side} {why[side]}" for side in ("after", "before") if why[side])
         text = "seed: " + "+".join(name for name, rank in why["ranks"].items() if rank)
@@ -878,6 +878,21 @@ SERIES_REACH = 20  # notes either way of a found one where a member the question
 # A question about how a stretch went (_UNFOLDING_QUESTION): a series' note next to a found one comes right after it
 # (its score nearly the found one's), not with the walked notes at half of it: "sessions 6 to 8" needs 7 and 8.
 SERIES_SHARE = 0.99
+SERIES_MOST = 1000  # steps along a series to its end: a bound, never reached by a real one
+# A series member the question asks for, and how the why line says so (web.why_parts too)
+ASKED_ROLES = {"named": "named by the question", "last": "the last, as the question asks",
+               "first": "the first, as the question asks"}
+# "What happened in the last session of Campaign 6?": from a member found, along `sequence` edges to that end
+SERIES_END_SQL = """with recursive chain(id, steps) as (
+  select :start, 0
+  union
+  select edges.dst, chain.steps + 1 from chain join edges on edges.src = chain.id and edges.kind = 'sequence'
+  where :towards = 'last' and chain.steps < cast(:most as integer)
+  union
+  select edges.src, chain.steps + 1 from chain join edges on edges.dst = chain.id and edges.kind = 'sequence'
+  where :towards = 'first' and chain.steps < cast(:most as integer)
+)
+select id from chain order by steps desc limit 1"""
 # A question about how things went, in what order: then the notes just before and after a series' stretch come too.
 _SEQUENCE_QUESTION = re.compile(
     r"\b(how did|how has|how have|unfold\w*|play(ed)? out|develop\w*|progress\w*|evolv\w*|across|over sessions|"
@@ -915,12 +930,40 @@ def series(query: Query, nodes: list[Node]) -> list[Node]:
             continue
         added[row["id"]] = Node(query.concepts[row["id"]], wanted,
                                 {"kind": "series", "role": row["role"], "after": row["after"], "before": row["before"]})
+    end = _asked_end(query, nodes)
+    if end is not None:  # right after the strongest note found, as a member named by number is
+        end_id, towards, start = end
+        wanted = round(max(score.values()) * SERIES_SHARE, 6)
+        if end_id in score:
+            node = next(n for n in nodes if n.id == end_id)
+            node.score = max(node.score, wanted)
+        else:
+            added[end_id] = Node(query.concepts[end_id], wanted,
+                                 {"kind": "series", "role": towards, "after": start, "before": None})
     if ordered:  # sessions found next to each other, however they came, follow each other: 6, then 7, then 8
         _in_order(nodes, [(row["after"] or row["before"], row["id"]) for row in rows if row["role"] == "adjacent"])
     # "Group 2's session 7": the walk brought session 7 from session 6, a seed, at half its score; it follows it
     answered = _best_per_pair([row for row in rows if row["role"] == "answered"], score, query)
     _in_order(nodes, [(row["after"], row["id"]) for row in answered.values()])
     return _marked_stale(query, list(added.values()))
+
+
+def _asked_end(query: Query, nodes: list[Node]) -> tuple[str, str, str] | None:
+    """(the member at the end of a series the question asks for, "last" or "first", the member it was reached from),
+    from the found member whose file name carries the question's other number ("the last session of Campaign 6":
+    "Campaign 6 - Session 07 - …"), else the strongest found member numbered by the question's word."""
+    asked = end_asked(query.question)
+    if asked is None:
+        return None
+    towards, word = asked
+    others = {number for _, number in numbered(query.question)}
+    members = [n for n in nodes if number_after(n.concept["path"], word) is not None]
+    if not members:
+        return None
+    start = max(members, key=lambda n: (_carries(_file_name(n.concept["path"]), word, others), n.score))
+    rows = query.run("series_end", SERIES_END_SQL, {"start": start.id, "towards": towards, "most": SERIES_MOST})
+    query.know([row["id"] for row in rows])
+    return rows[0]["id"], towards, start.id
 
 
 def _best_per_pair(rows: list[dict[str, Any]], score: dict[str, float], query: Query) -> dict[str, dict[str, Any]]:

@@ -171,6 +171,21 @@ def numbered(text: str) -> list[list[Any]]:
     return [[word, number] for word, number in pairs][:MAX_NUMBERED]
 
 
+_END = re.compile(r"\b(?:(last|latest|final|most recent|newest)|(first|earliest|opening))\s+([^\W\d_]{3,})",
+                  re.IGNORECASE)
+
+
+def end_asked(text: str) -> tuple[str, str] | None:
+    """The end of a series `text` asks for, and the word its members are numbered by: "the last session of Campaign
+    6" -> ("last", "session"); "Group 3's first chapters" -> ("first", "chapter"). Read against file names by
+    number_after, so "the last time" asks for nothing unless notes are numbered by "time"."""
+    match = _END.search(text)
+    if not match:
+        return None
+    word = _stem(match[3].casefold())
+    return None if word in STOPWORDS else ("last" if match[1] else "first", word)
+
+
 def number_after(name: str, word: str) -> int | None:
     """The number that follows `word` in `name` (a title, or a path: its file name), whatever its zeros or dashes:
     ("…/Campaign 3 - Session 09 - When Memory Burns.md", "session") -> 9. None when no number follows the word."""

@@ -25,7 +25,7 @@ from .access import configured_options, okf_databases, plugin_config, visible_da
 from .across import ask_databases
 from .embed import EmbeddingError, canonical_id
 from .options import MODES, BadOption, ContextOptions
-from .retrieve import context_for, nearest_notes
+from .retrieve import ASKED_ROLES, context_for, nearest_notes
 from .schema import IS_LOG, OutdatedDatabase, stored_model, vectors_progress
 from .titles import MAX_QUESTION, coverage  # MAX_QUESTION: the SQL functions' limit too, one for every way in
 
@@ -252,8 +252,8 @@ def why_parts(why: dict[str, Any], via: str, titles: dict[str, str]) -> list[tup
     kind = why.get("kind")
     if kind == "hop":
         return [(f"hop {why['hop']} via ", None), note(why["from"]), (f" ({why['predicate']})", None)]
-    if kind == "series" and why.get("role") == "named":
-        return [("series: named by the question, in the series of ", None), note(why["after"])]
+    if kind == "series" and why.get("role") in ASKED_ROLES:
+        return [(f"series: {ASKED_ROLES[why['role']]}, in the series of ", None), note(why["after"])]
     if kind == "series":
         parts: list[tuple[str, str | None]] = [("series: ", None)]
         for side in ("after", "before"):

@@ -423,6 +423,33 @@ def test_a_question_about_a_session_its_series_does_not_have_is_refused(tmp_path
     assert one_number["confident"]  # no other number to say whose session 12: not refused for it
 
 
+def test_the_last_or_first_member_of_a_series_the_question_asks_for_comes_right_after_the_best_note(tmp_path):
+    """"What happened in the last session of Campaign 6?" (Thellade): the notes found were sessions 6 and 7 of
+    several campaigns, and session 8, Campaign 6's last, was not among them. The found member whose file name
+    carries the question's other number leads along the series to the end the question asks for."""
+    from datasette_okf.retrieve import SERIES_END_SQL
+    from datasette_okf.store import build
+
+    files = {f"Sessions/Campaign {c}/Campaign {c} - Session {n:02d} - Part {n}.md":
+             f"What happened: Group {c} sailed on in session {n} of the campaign.\n"
+             for c, last in ((6, 8), (3, 10)) for n in range(6, last + 1)}
+    build([write_bundle(tmp_path / "vault", files)], tmp_path / "v.db", embed=False)
+
+    def asked(question):
+        result = context_for(tmp_path / "v.db", question, max_seeds=2, hops=0)
+        return result, {n["title"]: n for n in result["nodes"]}
+
+    last, nodes = asked("What happened in the last session of Campaign 6?")
+    assert nodes["Campaign 6 - Session 08 - Part 8"]["via"].startswith(
+        "series: the last, as the question asks, in the series of ")
+    assert last["sql"]["series_end"] == SERIES_END_SQL
+    assert "Campaign 3 - Session 10 - Part 10" not in nodes  # not the last of the other campaign's sessions
+    first, nodes = asked("What happened in Group 3's first session?")
+    assert [n["title"] for n in first["nodes"]].index("Campaign 3 - Session 06 - Part 6") <= 1
+    other, _ = asked("When did Group 6 last sail, the last time they sailed?")
+    assert "series_end" not in other["sql"]  # no note is numbered by "time"
+
+
 def test_the_frontmatter_links_of_the_note_asked_about_reach_the_llm_as_facts(tmp_path):
     """A vault keeps what an NPC belongs to in frontmatter ("organization: [[The Sable Accord]]"), which the note's
     text need not say: the first note's first PROPERTY_FACTS links come as fact lines; other notes' do not (all of
