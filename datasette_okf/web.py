@@ -358,7 +358,16 @@ def neighbourhood_svg(result: dict[str, Any], size: int = 420, why: dict[str, st
         parts.append(
             f'<g class="{"okf-seed" if seed else "okf-walked"}"><title>{title} — {escape((why or {}).get(node["id"], node["via"]))}</title>'
             f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{9 if seed else 7}" fill="{colour}"/>'
-            f'<text x="{x:.1f}" y="{y + 20:.1f}" font-size="10" text-anchor="middle">{escape(node["title"][:22])}</text></g>'
+            f'<text x="{x:.1f}" y="{y + 20:.1f}" font-size="10" text-anchor="middle">{escape(_label(node["title"]))}</text></g>'
         )
     parts.append("</svg>")
     return "".join(parts)
+
+
+LABEL = 24  # characters of a title under its dot; the whole title is its tooltip
+
+
+def _label(title: str) -> str:
+    """A title short enough to sit under its dot, marked when cut: Thellade's "Campaign 2 - Session 06 - Into the
+    Hollow Flame" was cut to "Campaign 2 - Session 0", the same for every session of the campaign."""
+    return title if len(title) <= LABEL else title[: LABEL - 1].rstrip() + "…"

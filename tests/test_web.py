@@ -95,6 +95,21 @@ def test_page_shows_nodes_badges_picture_and_sql_links(ds):
     assert "STALE" not in html or "okf-stale" in html
 
 
+def test_the_picture_labels_each_note_so_that_a_series_members_differ():
+    """Each dot's label is its title, cut and marked when long, and its tooltip the whole title."""
+    import re
+
+    from datasette_okf.web import neighbourhood_svg
+
+    titles = ["Campaign 2 - Session 06 - Into the Hollow Flame", "Campaign 2 - Session 07 - The Light that Remains",
+              "Kanda"]
+    result = {"nodes": [{"id": f"v/{t}", "title": t, "via": "seed: fts", "why": {"kind": "seed"}} for t in titles]}
+    svg = neighbourhood_svg(result)
+    labels = re.findall(r"<text[^>]*>([^<]*)</text>", svg)
+    assert labels == ["Campaign 2 - Session 06…", "Campaign 2 - Session 07…", "Kanda"]
+    assert "<title>Campaign 2 - Session 06 - Into the Hollow Flame — seed: fts</title>" in svg
+
+
 def test_page_without_a_question_is_a_form_and_bad_input_is_400(ds):
     assert 'name="q"' in fetch(ds, "/-/context_for").text
     assert fetch(ds, "/-/context_for?q=").status_code == 400
