@@ -16,7 +16,8 @@ Then keys written after a long list (`head`, `owner`, `steward`: "Who heads The 
 first note's facts showed only once they took each key's first link before any key's second.
 
 Then the same first questions asked of unfilled templates themselves ("Which organization does Bragan Holt belong
-to?"): their frontmatter links are all the vault says of them (docs/design.md §2.6). Last, frontmatter values that
+to?"): their frontmatter links are all the vault says of them (docs/design.md §2.6); and of templates that notes
+link to ("Who are the characters in Campaign Group 6?": six characters' `whichparty`). Last, frontmatter values that
 are no link ("When was Mangagoy founded?": `founded: 17 Stardrift -0285 PR`), answered when the value is in the
 context (docs/design.md §6).
 """
@@ -123,6 +124,39 @@ def fields(conn, count: int, seed: int) -> tuple[int, int, int]:
     return asked, confident, answered
 
 
+# Links to an unfilled template, which for a party or a faction kept as a blank page are its members: answered when
+# the title of a note that links to it is in the context ("Varis whichparty Campaign Group 6").
+LINKED = {
+    "whichparty": "Who are the characters in {}?",
+    "organization": "Who belongs to {}?",
+}
+LINKED_SQL = """select template.title, json_group_array(source.title)
+from edges join concepts as template on template.id = edges.dst and template.is_stub
+join concepts as source on source.id = edges.src
+where edges.kind = 'property' and edges.predicate = :predicate and edges.src != edges.dst
+group by template.id
+order by template.id"""
+
+
+def linked(conn, count: int, seed: int) -> tuple[int, int, int, int]:
+    """(asked, confident, linking titles in the contexts, linking titles) for up to `count` templates per
+    predicate of LINKED: a party's question wants all its members."""
+    import json
+
+    asked = confident = found = wanted = 0
+    for predicate, question in LINKED.items():
+        rows = conn.execute(LINKED_SQL, {"predicate": predicate}).fetchall()
+        random.Random(seed).shuffle(rows)
+        for title, sources in rows[:count]:
+            result = context_for(conn, question.format(title))
+            asked += 1
+            confident += result["confident"]
+            titles = set(json.loads(sources))
+            found += sum(source in result["context"] for source in titles)
+            wanted += len(titles)
+    return asked, confident, found, wanted
+
+
 def main(db: str, count: int = 60, seed: int = 3) -> None:
     conn = connection(db)
     asked, confident, answered = asked_about(conn, QUESTIONS, count, seed)
@@ -134,6 +168,9 @@ def main(db: str, count: int = 60, seed: int = 3) -> None:
     asked, confident, answered = asked_about(conn, QUESTIONS, count, seed, stubs=True)
     print(f"  of unfilled templates: {asked} questions, {confident} confident, a linked title in the context "
           f"for {answered}")
+    asked, confident, found, wanted = linked(conn, count, seed)
+    print(f"  links to unfilled templates: {asked} questions, {confident} confident, {found} of the {wanted} linking "
+          f"titles in their contexts")
     asked, confident, answered = fields(conn, count, seed)
     print(f"  frontmatter values that are no link: {asked} questions, {confident} confident, the value in the "
           f"context for {answered}")

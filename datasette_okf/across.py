@@ -53,7 +53,7 @@ def fuse(question: str, answers: list[tuple[str, dict[str, Any], list[str]]], bu
 
     cut = None  # the first note that did not fit whole comes cut, as in one database (retrieve.fill_budget)
     for rrf, _, _, name, node, block in ranked:
-        own = [fact for db, fact in facts if db == name and fact.get("subject_id") == node["id"]]
+        own = [fact for db, fact in facts if db == name and fact.get("with_id", fact.get("subject_id")) == node["id"]]
         block = labelled(block, name)
         facts_cost = sum(estimate_tokens(f["text"]) + 1 for f in own)
         if used + estimate_tokens(block) + facts_cost > budget:

@@ -152,6 +152,7 @@ def _walk_sql(vectors: bool) -> str:
                                join="\n  left join similarity on similarity.id = arrivals.id")
     return WALK_SQL.format(similarity="", similarity_value="0", join="")
 PROPERTY_FACTS = 6  # frontmatter links of the note the question is most about, shown as facts (docs/design.md §6)
+LINKED_FACTS = 12  # frontmatter links to a template the question is about: a party of six and its sessions (§2.6)
 # A vault keeps much of what it knows in frontmatter links ("religion: [[The Pactbound Flame]]", "organization:
 # [[The Sable Accord]]"), which the note's text never says: the first note's first few come as fact lines. All of
 # every note's cost Thellade's temporal tier 0.949 -> 0.808 (notes 8.6 -> 5.6 within the budget). Not its `sources`:
@@ -168,8 +169,17 @@ first_properties as (  -- each note's first :property_facts: each key's first li
       where kind = 'property' and src in (select id from told)
         and predicate != 'sources' and predicate not like 'sources.%')
   ) as ranked on ranked.id = edges.id and ranked.place <= cast(:property_facts as integer)
+),
+linked_from as (  -- the first :linked_facts links to each template offered, the same way: a party's members
+  select edges.* from edges join (
+    select id, row_number() over (partition by dst order by nth, id) as place from (
+      select id, dst, row_number() over (partition by dst, predicate order by id) as nth from edges
+      where kind = 'property' and dst in (select told.id from told join concepts on concepts.id = told.id
+                                          where concepts.is_stub)
+        and src != dst and predicate != 'sources' and predicate not like 'sources.%')
+  ) as ranked on ranked.id = edges.id and ranked.place <= cast(:linked_facts as integer)
 )
-select src, predicate, dst, object_literal, date, source_id from (
+select src, predicate, dst, object_literal, date, source_id, through = 2 as linked from (
   select edges.*, 0 as through from edges
   where edges.kind = 'relation' and edges.src in (select value from json_each(:nodes))
   union all
@@ -192,6 +202,8 @@ select src, predicate, dst, object_literal, date, source_id from (
   )
   where value not like '%[[%'  -- a link is an edge, above
     and :question not like '%' || value || '%'  -- "Group 4's session": "group Group 4" says nothing
+  union all
+  select *, 2 from linked_from
 )
 order by through, src, date, id"""
 
@@ -676,12 +688,15 @@ def _below_first_round(first: list[Seed], count: int) -> list[float]:
 
 
 # What an unfilled template says (its name, aliases, each frontmatter field as "key value", a link as its target's
-# title), and whether one of the notes found with text of their own mentions it (docs/design.md §2.6)
+# title, a link to it as "predicate source"), and whether a note found with text of its own mentions it (§2.6)
 TEMPLATE_SQL = """select concepts.title || ' ' || coalesce(concepts.aliases, '') || ' ' || coalesce((
     select group_concat(replace(field.key, '_', ' ') || ' ' || field.value, ' ') from json_each(concepts.frontmatter)
     as field where field.type in ('text', 'integer', 'real', 'array')), '') || ' ' || coalesce((
     select group_concat(target.title, ' ') from edges join concepts as target on target.id = edges.dst
-    where edges.src = concepts.id and edges.kind = 'property'), ''),
+    where edges.src = concepts.id and edges.kind = 'property'), '') || ' ' || coalesce((
+    select group_concat(replace(edges.predicate, '_', ' ') || ' ' || source.title, ' ') from edges
+    join concepts as source on source.id = edges.src
+    where edges.dst = concepts.id and edges.kind = 'property' and edges.src != concepts.id), ''),
   exists (select 1 from concepts_fts join concepts as found on found.rowid = concepts_fts.rowid
           where concepts_fts match :phrase and found.id in (select value from json_each(:texts)))
 from concepts where concepts.id = :id"""
@@ -1000,10 +1015,12 @@ def _in_order(nodes: list[Node], pairs: list[tuple[str, str]]) -> None:
 
 
 def find_facts(query: Query, nodes: list[Node], run: bool) -> list[dict[str, Any]]:
-    """4. The typed relations of every offered note, and the first note's first frontmatter links, as fact lines
-    (only when the answer is confident)."""
+    """4. The typed relations of every offered note; the first note's and each template's first frontmatter links,
+    and the values the question asks for; the links to each template offered: as fact lines (only when the answer is
+    confident). Each counts in the budget of the note it is about (`with_id`)."""
     by_id = {n.id: n for n in nodes}
-    params = {"nodes": json.dumps(list(by_id)), "property_facts": PROPERTY_FACTS, "question": query.question}
+    params = {"nodes": json.dumps(list(by_id)), "property_facts": PROPERTY_FACTS, "linked_facts": LINKED_FACTS,
+              "question": query.question}
     if not run:
         query.sql["facts"], query.params["facts"] = FACTS_SQL, params
         return []
@@ -1019,6 +1036,7 @@ def find_facts(query: Query, nodes: list[Node], run: bool) -> list[dict[str, Any
             "date": row["date"], "source": row["source_id"], "trust": subject["trust"],
             "superseded_by": subject.get("superseded_by"), "stale": _is_stale(query, subject),
             "stale_after": subject.get("stale_after"),
+            "with_id": row["dst"] if row["linked"] else row["src"],  # the note whose budget it counts in
         }
         fact["text"] = fact_line(fact)
         facts.append(fact)
@@ -1217,8 +1235,8 @@ def fill_budget(question: str, nodes: list[Node], chunks: dict[str, list[dict[st
     ordered = packing_order(nodes)
     titles = {n.id: n.concept["title"] for n in nodes}
     facts_of: dict[str, list[dict[str, Any]]] = {}
-    for fact in facts:  # an unfilled template's, read through the first note's link to it, comes with that note
-        facts_of.setdefault(fact["subject_id"] if fact["subject_id"] in titles else nodes[0].id, []).append(fact)
+    for fact in facts:  # one read through the first note's link to a template comes with the first note
+        facts_of.setdefault(fact["with_id"] if fact["with_id"] in titles else nodes[0].id, []).append(fact)
     used = estimate_tokens(context_text(question, ["-"], ["-"]))
     most = max(MAX_NOTES, sum(n.is_seed for n in nodes))  # vector:15 still gets its 15 notes
     picked, parts, kept_facts, rest = [], {}, [], {}

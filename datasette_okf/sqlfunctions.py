@@ -73,10 +73,13 @@ class RRF:
         return self.total
 
 
-# An unfilled template is named too when its frontmatter links something (not only its sources): a vault keeps
-# much of what it knows there ("organization: [[The Red Runners]]"), and it is all the note says (docs/design.md §2.6).
-SAYS_SOMETHING = """exists (select 1 from edges where edges.src = concepts.id and edges.kind = 'property'
-  and edges.predicate != 'sources' and edges.predicate not like 'sources.%')"""
+# An unfilled template is named too when a frontmatter link (not a source) leads from it or to it: a vault keeps
+# much of what it knows there ("organization: [[The Red Runners]]", a character's "whichparty: [[Campaign Group
+# 6]]"), and for a template it is all the vault says of it (docs/design.md §2.6).
+SAYS_SOMETHING = """(exists (select 1 from edges where edges.src = concepts.id and edges.kind = 'property'
+    and edges.dst is not concepts.id and edges.predicate != 'sources' and edges.predicate not like 'sources.%')
+  or exists (select 1 from edges where edges.dst = concepts.id and edges.kind = 'property'
+    and edges.src != concepts.id and edges.predicate != 'sources' and edges.predicate not like 'sources.%'))"""
 
 
 def title_index(conn: Any) -> TitleIndex:

@@ -30,6 +30,17 @@ def test_first_notes_of_every_database_come_before_any_second_note():
     assert {f["db"] for f in fused["facts"]} == {"a", "b"}
 
 
+def test_a_fact_comes_with_the_note_it_counts_in():
+    """A link to a template ("Varis whichparty Campaign Group 6") is about the template, not its subject: it counts in,
+    and comes with, the template's note (`with_id`); an answer without `with_id` (an older server) by its subject."""
+    a, blocks = answer(["party", "varis-page"])
+    a["facts"] = [{"subject_id": "varis", "with_id": "party", "text": "- Varis whichparty Party"}]
+    fused = fuse("q", [("a", a, blocks)], budget=2000)
+    assert [f["text"] for f in fused["facts"]] == ["- Varis whichparty Party"]
+    b, blocks = answer(["party"])
+    assert fuse("q", [("b", b, blocks)], budget=2000)["facts"][0]["subject_id"] == "party"
+
+
 def test_one_budget_is_shared_and_unconfident_databases_add_nothing():
     a = answer(["a1", "a2"])
     first = estimate_tokens(labelled(a[1][0], "a")) + estimate_tokens(a[0]["facts"][0]["text"]) + 1

@@ -910,6 +910,32 @@ def test_a_frontmatter_value_whose_key_the_question_names_is_a_fact(tmp_path):
     assert session["nodes"][0]["id"] == "vault/Sessions/Session 7" and "group Group 4" not in session["context"]
 
 
+def test_the_notes_linking_to_a_template_the_question_is_about_come_as_its_facts(tmp_path):
+    """Thellade's party dashboards are blank pages: "Campaign Group 6" lists its characters by a Dataview query over
+    their `whichparty: [[Campaign Group 6]]`. Those links are all the vault says of the party; asked who is in it,
+    the LLM reads them, each counted in the dashboard's budget."""
+    from datasette_okf.retrieve import LINKED_FACTS
+    from datasette_okf.store import build
+
+    from .conftest import write_bundle
+
+    members = [f"Hero {n}" for n in range(LINKED_FACTS + 2)]
+    root = write_bundle(tmp_path / "vault", {
+        "Parties/Campaign Group 6.md": "---\nwhichparty: \"[[Campaign Group 6]]\"\n---\n",
+        **{f"Characters/{name}.md": f"---\nwhichparty: \"[[Campaign Group 6]]\"\n---\n{name} fights with an axe.\n"
+           for name in members},
+        "Sessions/Session 1.md": "The heroes sailed to Kanda.\n",
+    })
+    build([root], tmp_path / "v.db", embed=False)
+    result = context_for(tmp_path / "v.db", "Who are the characters in Campaign Group 6?")
+    assert result["confident"] and result["nodes"][0]["id"] == "vault/Parties/Campaign Group 6"
+    linked = [f for f in result["facts"] if f["object_id"] == "vault/Parties/Campaign Group 6"]
+    assert [f["text"].split(" (trust:")[0] for f in linked][:2] == ["- Hero 0 whichparty Campaign Group 6",
+                                                                   "- Hero 1 whichparty Campaign Group 6"]
+    assert len(linked) == LINKED_FACTS and all(f["with_id"] == "vault/Parties/Campaign Group 6" for f in linked)
+    assert "whichparty Campaign Group 6" not in context_for(tmp_path / "v.db", "Where did the heroes sail?")["context"]
+
+
 def test_an_unfilled_template_the_notes_found_already_mention_is_no_seed(tmp_path):
     """Thellade's city of Kanda is a template with frontmatter links. "How many exits does the tavern on Kanda's
     docks have?" is about the tavern, whose note mentions Kanda: Kanda taking the first place (and with it the first
