@@ -19,12 +19,15 @@ Then the same first questions asked of unfilled templates themselves ("Which org
 to?"): their frontmatter links are all the vault says of them (docs/design.md §2.6); and of templates that notes
 link to ("Who are the characters in Campaign Group 6?": six characters' `whichparty`). Last, frontmatter values that
 are no link ("When was Mangagoy founded?": `founded: 17 Stardrift -0285 PR`), answered when the value is in the
-context (docs/design.md §6).
+context (docs/design.md §6). And "Who is Two-Tooth?" for every nickname a title or alias writes in quotes
+("Bragan 'Two-Tooth' Holt"): the note in the context, and first (docs/design.md §2.1).
 """
 
 from __future__ import annotations
 
+import json
 import random
+import re
 import sys
 
 from datasette_okf.retrieve import connection, context_for
@@ -66,8 +69,6 @@ order by note.id"""
 
 def through(conn, count: int, seed: int) -> None:
     """The questions answered through a stub's properties, per pair of predicates."""
-    import json
-
     for (first, second), question in THROUGH.items():
         rows = conn.execute(THROUGH_SQL, {"first": first, "second": second}).fetchall()
         random.Random(seed).shuffle(rows)
@@ -80,8 +81,6 @@ def through(conn, count: int, seed: int) -> None:
 def asked_about(conn, questions: dict[str, str], count: int, seed: int, stubs: bool = False) -> tuple[int, int, int]:
     """(asked, confident, answered) for up to `count` of the notes' properties that `questions` asks about, of notes
     with text of their own or (`stubs`) of unfilled templates."""
-    import json
-
     rows = conn.execute(PROPERTIES_SQL, {"predicates": json.dumps(list(questions)), "stubs": stubs}).fetchall()
     random.Random(seed).shuffle(rows)
     asked = confident = answered = 0
@@ -111,8 +110,6 @@ order by concepts.id, field.key"""
 
 def fields(conn, count: int, seed: int) -> tuple[int, int, int]:
     """(asked, confident, answered) for up to `count` frontmatter values that are no link."""
-    import json
-
     rows = conn.execute(FIELDS_SQL, {"keys": json.dumps(list(FIELDS))}).fetchall()
     random.Random(seed).shuffle(rows)
     asked = confident = answered = 0
@@ -141,8 +138,6 @@ order by template.id"""
 def linked(conn, count: int, seed: int) -> tuple[int, int, int, int]:
     """(asked, confident, linking titles in the contexts, linking titles) for up to `count` templates per
     predicate of LINKED: a party's question wants all its members."""
-    import json
-
     asked = confident = found = wanted = 0
     for predicate, question in LINKED.items():
         rows = conn.execute(LINKED_SQL, {"predicate": predicate}).fetchall()
@@ -155,6 +150,28 @@ def linked(conn, count: int, seed: int) -> tuple[int, int, int, int]:
             found += sum(source in result["context"] for source in titles)
             wanted += len(titles)
     return asked, confident, found, wanted
+
+
+NICKNAMED = re.compile(r"""(?:^|\s)['"‘“]([^'"‘’“”]{3,})['"’”](?=\s|$)""")  # "Bragan 'Two-Tooth' Holt"
+
+
+def nicknames(conn) -> tuple[int, int, int, int]:
+    """(asked, confident, the note in the context, the note first) for "Who is Two-Tooth?", once per nickname a
+    title or alias writes in quotes."""
+    asked = confident = found = first = 0
+    seen = set()
+    for concept_id, title, aliases in conn.execute("select id, title, aliases from concepts order by id"):
+        for name in [title or "", *json.loads(aliases or "[]")]:
+            match = NICKNAMED.search(name)
+            if match and (concept_id, match[1]) not in seen:
+                seen.add((concept_id, match[1]))
+                result = context_for(conn, f"Who is {match[1]}?")
+                ids = [node["id"] for node in result["nodes"]]
+                asked += 1
+                confident += result["confident"]
+                found += concept_id in ids
+                first += ids[:1] == [concept_id]
+    return asked, confident, found, first
 
 
 def main(db: str, count: int = 60, seed: int = 3) -> None:
@@ -174,6 +191,9 @@ def main(db: str, count: int = 60, seed: int = 3) -> None:
     asked, confident, answered = fields(conn, count, seed)
     print(f"  frontmatter values that are no link: {asked} questions, {confident} confident, the value in the "
           f"context for {answered}")
+    asked, confident, found, first = nicknames(conn)
+    print(f"  nicknames in quotes: {asked} questions, {confident} confident, the note in the context for {found}, "
+          f"first for {first}")
 
 
 if __name__ == "__main__":

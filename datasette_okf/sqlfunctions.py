@@ -22,7 +22,7 @@ from .graph import graph_expand, walk_arguments
 from .hamming import hamming_candidates
 from .markdown import slug
 from .schema import IS_LOG, MAX_FILE_BYTES, folder_of, load_sqlite_vec, stored_model
-from .titles import MAX_QUESTION, TitleIndex, coverage, fts_query, names, number_after
+from .titles import MAX_QUESTION, TitleIndex, coverage, fts_query, names, nicknamed, number_after
 
 MAX_NOTE = MAX_FILE_BYTES  # characters: the largest text a build stores (okf_slug and okf_coverage read them)
 MAX_WALK_ARGUMENT = 1024 * 1024  # characters of graph_expand's seeds or options JSON: 100 ids, or the tie_ranks
@@ -83,15 +83,15 @@ SAYS_SOMETHING = """(exists (select 1 from edges where edges.src = concepts.id a
 
 
 def title_index(conn: Any) -> TitleIndex:
-    """Titles and aliases of every concept that can be a seed: not an index node or the log, and no unfilled template
-    unless its frontmatter links something."""
+    """Titles and aliases (and their nicknames in quotes) of every concept that can be a seed: not an index node or
+    the log, and no unfilled template unless a frontmatter link leads from it or to it."""
     names = []
     for concept_id, title, aliases in conn.execute(
         f"select id, title, aliases from concepts where not is_index and not {IS_LOG}"
         f" and (not is_stub or {SAYS_SOMETHING})"
     ):
-        names.append((concept_id, title or ""))
-        names.extend((concept_id, alias) for alias in json.loads(aliases or "[]"))
+        for name in [title or "", *json.loads(aliases or "[]")]:
+            names.extend((concept_id, spoken) for spoken in [name, *nicknamed(name)])
     return TitleIndex(names)
 
 

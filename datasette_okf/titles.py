@@ -214,6 +214,21 @@ def spoken_names(name: str) -> list[str]:
     return [name, qualified.group(1)] if qualified else [name]
 
 
+# "Bragan 'Two-Tooth' Holt": a nickname in quotes inside a name, the quotes at word edges (not "Karnak's Blade")
+_NICKNAMED = re.compile(r"""^(.*?)(?:^|\s)['"‘“]([^'"‘’“”]{3,})['"’”](?=\s|$)\s*(.*)$""")
+
+
+def nicknamed(name: str) -> list[str]:
+    """A name's nickname in quotes, alone, and the name without it: Thellade's "Bragan 'Two-Tooth' Holt" is
+    "Two-Tooth" to the players and "Bragan Holt" in prose (116 such names there). How a question names a note
+    (sqlfunctions.title_index), not how prose does: --link-mentions would link every "the widow" to "Sariya 'The
+    Widow' Relleth"."""
+    match = _NICKNAMED.match(name.strip())
+    if not match:
+        return []
+    return [match.group(2), " ".join(part for part in (match.group(1), match.group(3)) if part)]
+
+
 class TitleIndex:
     """Concept names (titles and aliases) by token sequence, for finding them in text."""
 

@@ -836,7 +836,8 @@ def test_an_unfilled_template_the_question_is_about_comes_first_with_its_links_a
     from .conftest import write_bundle
 
     root = write_bundle(tmp_path / "vault", {
-        "NPCs/Bragan Holt.md": "---\naliases:\n  - Captain Bragan Holt\norganization:\n  - \"[[The Red Runners]]\"\n"
+        "NPCs/Bragan Holt.md": "---\naliases:\n  - Captain Bragan 'Two-Tooth' Holt\norganization:\n"
+                               "  - \"[[The Red Runners]]\"\n"
                                "location:\n  - \"[[The Ember Wharf]]\"\n---\n",
         "NPCs/Brenni Holt.md": "A cheerful halfling assistant at Thimble & Thread, devoted to her work.\n",
         "Factions/The Red Runners.md": "A militarized syndicate of smugglers and thieves out of Jambito.\n",
@@ -849,6 +850,8 @@ def test_an_unfilled_template_the_question_is_about_comes_first_with_its_links_a
     assert ids[0] == "vault/NPCs/Bragan Holt" and result["nodes"][0]["via"] == "seed: title"
     assert "- Bragan Holt organization The Red Runners (trust: unverified)" in result["context"]
     assert "vault/Factions/The Red Runners" in ids  # walked from him: its text is what the LLM reads next
+    nickname = context_for(tmp_path / "v.db", "Who is Two-Tooth?")  # his alias's nickname in quotes names him
+    assert nickname["confident"] and nickname["nodes"][0]["id"] == "vault/NPCs/Bragan Holt"
     # keyword mode has no title list: he is named (the gate answers), but no seed, as before
     keyword = context_for(tmp_path / "v.db", "Which organization does Bragan Holt work for?", mode="keyword")
     assert keyword["confident"] and "vault/NPCs/Bragan Holt" not in [n["id"] for n in keyword["nodes"]]

@@ -9,6 +9,7 @@ from datasette_okf.titles import (
     coverage,
     fts_query,
     names,
+    nicknamed,
     number_after,
     numbered,
     spellings,
@@ -115,6 +116,22 @@ def test_a_name_is_found_without_the_qualifier_in_brackets_that_tells_it_apart()
     assert INDEX.find("Who was Lilu?") == [("lilu", "lilu")]
     assert index.find("Where is X?") == []  # what is left is too short to be a name
     assert index.find("the tomb king") == []  # brackets inside a name are part of it
+
+
+def test_a_nickname_in_quotes_names_its_note_alone_and_the_name_without_it_too():
+    """Thellade writes 116 names with a nickname in quotes ("Bragan 'Two-Tooth' Holt"); players say "Two-Tooth",
+    prose says "Bragan Holt". A possessive is no quote ("Karnak's Blade"). The question's title index
+    (sqlfunctions.title_index) adds them; prose mentions do not."""
+    assert nicknamed("Bragan 'Two-Tooth' Holt") == ["Two-Tooth", "Bragan Holt"]
+    assert nicknamed('Sister Thessa "The Weeping Veil" Morrin') == ["The Weeping Veil", "Sister Thessa Morrin"]
+    assert nicknamed("\u2018Red-Eye\u2019 Scieww") == ["Red-Eye", "Scieww"]
+    assert nicknamed("Karnak's Blade") == [] and nicknamed("Plain") == []
+    named = [("bragan", "Bragan 'Two-Tooth' Holt"), ("jengo", "\u2018Red-Eye\u2019 Scieww"), ("blade", "Karnak's Blade")]
+    index = TitleIndex([(concept, form) for concept, name in named for form in [name, *nicknamed(name)]])
+    assert index.find("Who is Two-Tooth?") == [("bragan", "two tooth")]
+    assert index.find("Where does Bragan Holt drink?") == [("bragan", "bragan holt")]
+    assert index.find("Is Red-Eye still alive?") == [("jengo", "red eye")]
+    assert index.find("Who is Karnak?") == []
 
 
 def test_a_name_that_is_only_a_number_or_one_letter_is_never_matched():
