@@ -78,18 +78,24 @@ def through(conn, count: int, seed: int) -> None:
               f"{answered}")
 
 
+def tally(conn, asks: list[tuple[str, list[str]]]) -> tuple[int, int, int]:
+    """(asked, confident, answered) over (question, texts any of which in the context answers it)."""
+    asked = confident = answered = 0
+    for question, answers in asks:
+        result = context_for(conn, question)
+        asked += 1
+        confident += result["confident"]
+        answered += any(answer in result["context"] for answer in answers)
+    return asked, confident, answered
+
+
 def asked_about(conn, questions: dict[str, str], count: int, seed: int, stubs: bool = False) -> tuple[int, int, int]:
     """(asked, confident, answered) for up to `count` of the notes' properties that `questions` asks about, of notes
     with text of their own or (`stubs`) of unfilled templates."""
     rows = conn.execute(PROPERTIES_SQL, {"predicates": json.dumps(list(questions)), "stubs": stubs}).fetchall()
     random.Random(seed).shuffle(rows)
-    asked = confident = answered = 0
-    for title, predicate, targets in rows[:count]:
-        result = context_for(conn, questions[predicate].format(title))
-        asked += 1
-        confident += result["confident"]
-        answered += any(target in result["context"] for target in json.loads(targets))
-    return asked, confident, answered
+    return tally(conn, [(questions[predicate].format(title), json.loads(targets))
+                        for title, predicate, targets in rows[:count]])
 
 
 # Frontmatter values that are no link ("population: 25,000", "founded: 17 Stardrift -0285 PR"): answered when the
@@ -112,13 +118,7 @@ def fields(conn, count: int, seed: int) -> tuple[int, int, int]:
     """(asked, confident, answered) for up to `count` frontmatter values that are no link."""
     rows = conn.execute(FIELDS_SQL, {"keys": json.dumps(list(FIELDS))}).fetchall()
     random.Random(seed).shuffle(rows)
-    asked = confident = answered = 0
-    for title, key, value in rows[:count]:
-        result = context_for(conn, FIELDS[key].format(title))
-        asked += 1
-        confident += result["confident"]
-        answered += str(value).strip() in result["context"]
-    return asked, confident, answered
+    return tally(conn, [(FIELDS[key].format(title), [str(value).strip()]) for title, key, value in rows[:count]])
 
 
 # Links to an unfilled template, which for a party or a faction kept as a blank page are its members: answered when
