@@ -44,6 +44,8 @@ def node_header(node: dict[str, Any], titles: dict[str, str]) -> str:
         head += "; " + "; ".join(flags)
     if node.get("description"):
         head += f"\n{node['description']}"
+    if node.get("also_known_as"):  # an unfilled template's aliases: "Who is Black-Hand?" says why it is here
+        head += f"\nalso known as: {'; '.join(node['also_known_as'])}"
     return head
 
 

@@ -365,8 +365,10 @@ class Node:
         return text + (f" (second round, through {why['bridged_from']})" if why.get("bridged_from") else "")
 
     def header_fields(self) -> dict[str, Any]:
-        """What render.node_header shows."""
-        return {**self.concept, "via": self.via, "stale": self.stale}
+        """What render.node_header shows: for an unfilled template its aliases too, which with its links are all the
+        vault says of it ("Garrik 'Black-Hand' Voss" for "Who is Black-Hand?")."""
+        aliases = json.loads(self.concept.get("aliases") or "[]") if self.concept.get("is_stub") else []
+        return {**self.concept, "via": self.via, "stale": self.stale, "also_known_as": aliases}
 
     def as_json(self) -> dict[str, Any]:
         return {**{key: self.concept.get(key) for key in ("id", "bundle", "path", "title")}, "score": self.score,
@@ -1123,7 +1125,7 @@ def _has_table(conn: Any, name: str) -> bool:
 
 
 _CONCEPT_COLUMNS = ("id", "bundle", "path", "title", "description", "trust_tier", "status", "stale_after", "superseded_by",
-                    "is_index", "is_stub")
+                    "is_index", "is_stub", "aliases")
 
 
 def _concepts(conn: Any, ids: list[str]) -> dict[str, dict[str, Any]]:

@@ -852,6 +852,7 @@ def test_an_unfilled_template_the_question_is_about_comes_first_with_its_links_a
     assert "vault/Factions/The Red Runners" in ids  # walked from him: its text is what the LLM reads next
     nickname = context_for(tmp_path / "v.db", "Who is Two-Tooth?")  # his alias's nickname in quotes names him
     assert nickname["confident"] and nickname["nodes"][0]["id"] == "vault/NPCs/Bragan Holt"
+    assert "\nalso known as: Captain Bragan 'Two-Tooth' Holt\n" in nickname["context"]  # why he is Two-Tooth
     # keyword mode has no title list: he is named (the gate answers), but no seed, as before
     keyword = context_for(tmp_path / "v.db", "Which organization does Bragan Holt work for?", mode="keyword")
     assert keyword["confident"] and "vault/NPCs/Bragan Holt" not in [n["id"] for n in keyword["nodes"]]
