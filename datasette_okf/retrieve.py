@@ -727,7 +727,8 @@ def pick_seeds(query: Query, fused: list[dict[str, Any]]) -> list[Seed]:
 def _about(query: Query, template: Seed, texts: list[str]) -> bool:
     """Whether the question is about an unfilled template it names: no note found with text of its own mentions
     it ("Which organization does Bragan Holt work for?": his frontmatter links are all the vault says of him), or
-    its name and links hold most of the question's words. A city every seed already talks about is not."""
+    what it says (TEMPLATE_SQL: name, aliases, values, links either way) holds most of the question's words. A city
+    every seed already talks about is not."""
     params = {"id": template.id, "phrase": '"' + template.title.replace('"', '""') + '"', "texts": json.dumps(texts)}
     text, mentioned = query.conn.execute(TEMPLATE_SQL, params).fetchone()
     return not mentioned or coverage(query.question, text or "") > query.options.coverage_threshold
