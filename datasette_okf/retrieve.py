@@ -191,12 +191,19 @@ select src, predicate, dst, object_literal, date, source_id, through = 2 as link
   where length(edges.predicate) >= 4 and ' ' || :question like '% ' || replace(edges.predicate, '_', ' ') || '%'
   union all  -- the values of `told` that are no link, whose key the question names: "When was Kanda founded?"
   select null, src, null, key, 'field', null, value, null, null, null, null, 0 from (
-    select concepts.id as src, field.key, case field.type when 'array' then (
+    select concepts.id as src, field.key, case field.type
+      when 'array' then coalesce((  -- its words, or its records: OKF §5.2's "verified: [{by: …, at: …}]"
         select group_concat(item.value, ', ') from json_each(field.value) as item
-        where item.type in ('text', 'integer', 'real') and item.value not like '%[[%') else field.value end as value
+        where item.type in ('text', 'integer', 'real') and item.value not like '%[[%'), (
+        select group_concat((select group_concat(part.key || ' ' || part.value, ' ') from json_each(item.value) as part
+                             where part.type in ('text', 'integer', 'real')), '; ')
+        from json_each(field.value) as item where item.type = 'object'))
+      when 'object' then (select group_concat(part.key || ' ' || part.value, ' ') from json_each(field.value) as part
+                          where part.type in ('text', 'integer', 'real'))
+      else field.value end as value
     from told join concepts on concepts.id = told.id
     cross join json_each(concepts.frontmatter) as field
-    where field.type in ('text', 'integer', 'real', 'array') and length(field.key) >= 4
+    where field.type in ('text', 'integer', 'real', 'array', 'object') and length(field.key) >= 4
       and field.key not in ('type', 'title', 'description', 'aliases', 'tags', 'sources')  -- their own columns
       and ' ' || :question like '% ' || replace(replace(field.key, '_', ' '), '-', ' ') || '%'
   )
