@@ -25,6 +25,13 @@ KIND_WEIGHTS = {
     "relation": 1.0, "link": 1.0, "wikilink": 1.0, "property": 0.9,
     "mention": 0.7, "embed": 0.6, "supersedes": 0.5, "sequence": 0.8,
 }
+TYPED_KINDS = ("relation", "property")  # edges whose predicate names how two notes are related
+
+
+def _typed(kind: str, predicate: str | None) -> bool:
+    """A relation or property, not `sources`: a note's sources say where it comes from (OKF §5.1), not how it is
+    related to them."""
+    return kind in TYPED_KINDS and not (predicate or "").startswith("sources")
 # Intent modifiers: (predicate or kind pattern, factor). Configurable per call.
 INTENT_WEIGHTS: dict[str, dict[str, float]] = {
     "WHY": {r"caus|because|reason|motiv|led_to|result|why|blame": 1.6, "kind:relation": 1.2},
@@ -211,7 +218,10 @@ def graph_expand(conn: Any, seeds: list[str], options: WalkOptions) -> list[dict
                 if parent_score * factor > per_seed.get(seed, 0.0):
                     per_seed[seed] = parent_score * factor
             if best_of[parent] * factor > entry["best"]:
-                _, predicate, kind, anchor = max(via_edges, key=lambda e: e[0])
+                # the edge that says most: a typed one before a plain link, then the heaviest. Bragan Holt's
+                # `organization: [[The Red Runners]]` (0.99 for ENTITY) lost to the faction's prose link back to
+                # him (1.0), and his why line said "links_to".
+                _, predicate, kind, anchor = max(via_edges, key=lambda e: (_typed(e[2], e[1]), e[0]))
                 entry.update(best=best_of[parent] * factor, via=parent, predicate=predicate, kind=kind, anchor=anchor)
         for child, entry in arriving.items():
             entry["score"] = sum(strength[child].values())

@@ -171,9 +171,9 @@ first_properties as (  -- each note's first :property_facts: each key's first li
   ) as ranked on ranked.id = edges.id and ranked.place <= cast(:property_facts as integer)
 ),
 linked_from as (  -- the first :linked_facts links to each template offered, the same way: a party's members
-  select edges.* from edges join (
-    select id, row_number() over (partition by dst order by nth, id) as place from (
-      select id, dst, row_number() over (partition by dst, predicate order by id) as nth from edges
+  select edges.* from edges join (  -- by the linking note's id: they come from many files, built in any order
+    select id, row_number() over (partition by dst order by nth, src, id) as place from (
+      select id, src, dst, row_number() over (partition by dst, predicate order by src, id) as nth from edges
       where kind = 'property' and dst in (select told.id from told join concepts on concepts.id = told.id
                                           where concepts.is_stub)
         and src != dst and predicate != 'sources' and predicate not like 'sources.%')

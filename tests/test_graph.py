@@ -43,6 +43,19 @@ def test_walks_both_directions_and_two_hops(conn):
     assert ("c", 2) in found
 
 
+def test_a_typed_edge_is_the_one_a_note_says_it_came_by(tmp_path):
+    """Bragan Holt's frontmatter says `organization: [[The Red Runners]]` and the faction's prose links back to him:
+    The Red Runners came by `organization`, not by the plain link that weighs 0.01 more."""
+    root = write_bundle(tmp_path / "v", {
+        "Bragan Holt.md": "---\norganization: \"[[The Red Runners]]\"\n---\nA captain.\n",
+        "The Red Runners.md": "A syndicate. Its captains include [[Bragan Holt]].\n",
+    })
+    build([root], tmp_path / "v.db", embed=False)
+    conn = sqlite_utils.Database(tmp_path / "v.db").conn
+    (reached,) = graph_expand(conn, ["v/Bragan Holt"], WalkOptions(hops=1, intent="ENTITY"))
+    assert (reached["id"], reached["predicate"], reached["kind"]) == ("v/The Red Runners", "organization", "property")
+
+
 def test_index_hubs_are_walked_through_but_not_returned(conn):
     found = ids(graph_expand(conn, ["g/a"], WalkOptions()))
     assert all(node != "index" for node, _ in found)
