@@ -31,7 +31,7 @@ TYPED_KINDS = ("relation", "property")  # edges whose predicate names how two no
 def _typed(kind: str, predicate: str | None) -> bool:
     """A relation or property, not `sources`: a note's sources say where it comes from (OKF §5.1), not how it is
     related to them."""
-    return kind in TYPED_KINDS and not (predicate or "").startswith("sources")
+    return kind in TYPED_KINDS and predicate != "sources" and not (predicate or "").startswith("sources.")
 # Intent modifiers: (predicate or kind pattern, factor). Configurable per call.
 INTENT_WEIGHTS: dict[str, dict[str, float]] = {
     "WHY": {r"caus|because|reason|motiv|led_to|result|why|blame": 1.6, "kind:relation": 1.2},

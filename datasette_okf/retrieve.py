@@ -36,7 +36,7 @@ from .render import (
     no_confident_match,
     node_header,
 )
-from .schema import check_format, read_meta, stored_model, vectors_progress
+from .schema import NOT_A_SOURCE, check_format, read_meta, stored_model, vectors_progress
 from .sqlfunctions import prepare_connection
 from .titles import MAX_QUESTION, STOPWORDS, besides, coverage, end_asked, number_after, numbered, spoken_names, words
 
@@ -157,7 +157,7 @@ LINKED_FACTS = 12  # frontmatter links to a template the question is about: a pa
 # [[The Sable Accord]]"), which the note's text never says: the first note's first few come as fact lines. All of
 # every note's cost Thellade's temporal tier 0.949 -> 0.808 (notes 8.6 -> 5.6 within the budget). Not its `sources`:
 # they say where the note comes from (OKF §5.1), which each fact line already cites, not what its subject is.
-FACTS_SQL = """with told(id) as (  -- the first note, and each unfilled template offered: its links are all it says
+FACTS_SQL = f"""with told(id) as (  -- the first note, and each unfilled template offered: its links are all it says
   select json_extract(:nodes, '$[0]')
   union
   select concepts.id from json_each(:nodes) join concepts on concepts.id = json_each.value and concepts.is_stub
@@ -166,8 +166,7 @@ first_properties as (  -- each note's first :property_facts: each key's first li
   select edges.* from edges join (
     select id, row_number() over (partition by src order by nth, id) as place from (
       select id, src, row_number() over (partition by src, predicate order by id) as nth from edges
-      where kind = 'property' and src in (select id from told)
-        and predicate != 'sources' and predicate not like 'sources.%')
+      where kind = 'property' and src in (select id from told) and {NOT_A_SOURCE})
   ) as ranked on ranked.id = edges.id and ranked.place <= cast(:property_facts as integer)
 ),
 linked_from as (  -- the first :linked_facts links to each template offered, the same way: a party's members
@@ -176,7 +175,7 @@ linked_from as (  -- the first :linked_facts links to each template offered, the
       select id, src, dst, row_number() over (partition by dst, predicate order by src, id) as nth from edges
       where kind = 'property' and dst in (select told.id from told join concepts on concepts.id = told.id
                                           where concepts.is_stub)
-        and src != dst and predicate != 'sources' and predicate not like 'sources.%')
+        and src != dst and {NOT_A_SOURCE})
   ) as ranked on ranked.id = edges.id and ranked.place <= cast(:linked_facts as integer)
 )
 select src, predicate, dst, object_literal, date, source_id, through = 2 as linked from (
@@ -191,15 +190,13 @@ select src, predicate, dst, object_literal, date, source_id, through = 2 as link
   where length(edges.predicate) >= 4 and ' ' || :question like '% ' || replace(edges.predicate, '_', ' ') || '%'
   union all  -- the values of `told` that are no link, whose key the question names: "When was Kanda founded?"
   select null, src, null, key, 'field', null, value, null, null, null, null, 0 from (
-    select concepts.id as src, field.key, case field.type
-      when 'array' then coalesce((  -- its words, or its records: OKF §5.2's "verified: [{by: …, at: …}]"
-        select group_concat(item.value, ', ') from json_each(field.value) as item
-        where item.type in ('text', 'integer', 'real') and item.value not like '%[[%'), (
+    select concepts.id as src, field.key, case when field.type in ('array', 'object') then coalesce((
+        select group_concat(item.value, ', ') from json_each(field.value) as item  -- a list's words
+        where field.type = 'array' and item.type in ('text', 'integer', 'real') and item.value not like '%[[%'), (
         select group_concat((select group_concat(part.key || ' ' || part.value, ' ') from json_each(item.value) as part
-                             where part.type in ('text', 'integer', 'real')), '; ')
-        from json_each(field.value) as item where item.type = 'object'))
-      when 'object' then (select group_concat(part.key || ' ' || part.value, ' ') from json_each(field.value) as part
-                          where part.type in ('text', 'integer', 'real'))
+                             where part.type in ('text', 'integer', 'real')), '; ')  -- records: OKF §5.2's verified
+        from json_each(iif(field.type = 'object', json_array(json(field.value)), field.value)) as item
+        where item.type = 'object'))
       else field.value end as value
     from told join concepts on concepts.id = told.id
     cross join json_each(concepts.frontmatter) as field
@@ -716,6 +713,7 @@ def pick_seeds(query: Query, fused: list[dict[str, Any]]) -> list[Seed]:
     asks about the past), each once, as many notes with text of their own as the mode keeps, and among them the
     unfilled templates the question is about (_about; docs/design.md §2.6)."""
     picked: list[Seed] = []
+    texts: list[str] = []  # the picked notes with text of their own: the ones counted
     for row in fused:
         target, chain = (row["id"], []) if query.historical else _end_of_chain(query, row["id"])
         if any(seed.id == target for seed in picked):
@@ -725,10 +723,11 @@ def pick_seeds(query: Query, fused: list[dict[str, Any]]) -> list[Seed]:
         picked.append(Seed(target, concept["path"], concept["title"],
                            ranks={name: row.get(f"{name}_rank") for name in query.lists},
                            rrf=round(row["rrf"], 6), resolved_from=chain[0] if chain else None))
-        if sum(not query.concepts[s.id]["is_stub"] for s in picked) >= query.rules.seed_count(query.options):
+        if not concept["is_stub"]:
+            texts.append(target)
+        if len(texts) >= query.rules.seed_count(query.options):
             break
-    texts = [s.id for s in picked if not query.concepts[s.id]["is_stub"]]
-    return [s for s in picked if not query.concepts[s.id]["is_stub"] or _about(query, s, texts)]
+    return [s for s in picked if s.id in texts or _about(query, s, texts)]
 
 
 def _about(query: Query, template: Seed, texts: list[str]) -> bool:

@@ -197,6 +197,9 @@ def check_format(conn: Any) -> None:
 
 # A log.md (OKF §9) is a note of its own, one chunk a dated entry; it is not an entity a question names.
 IS_LOG = "(concepts.path = 'log.md' or concepts.path like '%/log.md')"
+# A frontmatter link that is not one of the note's sources: those say where it comes from (OKF §5.1), not how it is
+# related to what it links
+NOT_A_SOURCE = "edges.predicate != 'sources' and edges.predicate not like 'sources.%'"
 FOLDER_LEVELS = 2  # folders below the bundle that lint counts hits by: vault/01 Campaign/03 Entities
 
 

@@ -21,7 +21,7 @@ from .embed import EmbeddingError, canonical_id, embed_query
 from .graph import graph_expand, walk_arguments
 from .hamming import hamming_candidates
 from .markdown import slug
-from .schema import IS_LOG, MAX_FILE_BYTES, folder_of, load_sqlite_vec, stored_model
+from .schema import IS_LOG, MAX_FILE_BYTES, NOT_A_SOURCE, folder_of, load_sqlite_vec, stored_model
 from .titles import MAX_QUESTION, TitleIndex, coverage, fts_query, names, nicknamed, number_after
 
 MAX_NOTE = MAX_FILE_BYTES  # characters: the largest text a build stores (okf_slug and okf_coverage read them)
@@ -76,10 +76,10 @@ class RRF:
 # An unfilled template is named too when a frontmatter link (not a source) leads from it or to it: a vault keeps
 # much of what it knows there ("organization: [[The Red Runners]]", a character's "whichparty: [[Campaign Group
 # 6]]"), and for a template it is all the vault says of it (docs/design.md §2.6).
-SAYS_SOMETHING = """(exists (select 1 from edges where edges.src = concepts.id and edges.kind = 'property'
-    and edges.dst is not concepts.id and edges.predicate != 'sources' and edges.predicate not like 'sources.%')
+SAYS_SOMETHING = f"""(exists (select 1 from edges where edges.src = concepts.id and edges.kind = 'property'
+    and edges.dst is not concepts.id and {NOT_A_SOURCE})
   or exists (select 1 from edges where edges.dst = concepts.id and edges.kind = 'property'
-    and edges.src != concepts.id and edges.predicate != 'sources' and edges.predicate not like 'sources.%'))"""
+    and edges.src != concepts.id and {NOT_A_SOURCE}))"""
 
 
 def title_index(conn: Any) -> TitleIndex:
