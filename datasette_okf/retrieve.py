@@ -678,11 +678,14 @@ def _walk_strengths(seeds: list[Seed]) -> dict[str, float]:
 
 
 def _bridged_scores(seeds: list[Seed], count: int) -> list[float]:
-    """Where the second round's notes stand. When the question names its top seed by title, right after it: the
-    question is about that note's neighbour ("where was the director of A born?" — A's chunk names the director).
+    """Where the second round's notes stand. When the question names its top seed by title, right after it and the
+    other notes it names: the question is about their neighbour ("where was the director of A born?" — A's chunk
+    names the director), and a note it names itself is a surer lead than one a chunk names ("Which icons have a
+    positive relationship with the Dwarf King?": the Icons note's list of icons came before the Dwarf King's note).
     Otherwise below every first-round seed: a bridge from a note found only by its words is a weaker lead."""
-    if seeds[0].ranks.get("title") and len(seeds) > 1:
-        high, low = seeds[0].rrf, seeds[1].rrf
+    named = next((i for i, seed in enumerate(seeds) if not seed.ranks.get("title")), len(seeds))
+    if named and named < len(seeds):
+        high, low = seeds[named - 1].rrf, seeds[named].rrf
         return [round(low + (high - low) * 0.5 ** (i + 1), 6) for i in range(count)]
     return _below_first_round(seeds, count)
 

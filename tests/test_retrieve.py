@@ -571,6 +571,18 @@ def test_a_second_round_through_the_top_seeds_best_chunk_adds_what_the_question_
     assert "bridge" not in keyword["sql"]  # the second round is hybrid's
 
 
+def test_second_round_notes_come_after_every_note_the_question_names(campaign_db):
+    """A question naming two notes is about both: what the first one's chunk names (the Old Lighthouse's neighbours)
+    comes after the second named note, not between them."""
+    result = context_for(campaign_db, "Who works at the Old Lighthouse with Dagna Forsythe?")
+    first_round = [s for s in result["seeds"] if not s["bridged_from"]]
+    bridged = [s for s in result["seeds"] if s["bridged_from"]]
+    assert bridged and [bool(s["ranks"]["title"]) for s in first_round[:3]] == [True, True, False]
+    scores = [first_round[1]["rrf"], *(s["rrf"] for s in bridged), first_round[2]["rrf"]]
+    assert scores == sorted(scores, reverse=True) and len(set(scores)) == len(scores)
+    assert [n["id"] for n in result["nodes"]][:2] == [s["id"] for s in first_round[:2]]
+
+
 def test_the_second_round_reads_the_names_once_not_once_a_note(tmp_path, monkeypatch):
     """Without vectors the planner read every note of the bundle first and asked okf_title_names once a note: 25 ms
     a question on the Thellade vault. The bridge statement now asks once."""
