@@ -96,6 +96,11 @@ LISTS = {"title": (TITLE_SQL, 2.0), "fts": (FTS_SQL, 1.0), "vector": (VECTOR_SQL
 WALK_POOL = 100
 WALK_SHARE = 0.5  # a walked note's priority: its seed's, halved for each better note walked from that seed
 WALK_WEIGHTS = {"similarity": 1.0, "lexical": 0.6, "structure": 0.1, "predicate": 0.5}
+# A walked note's nearest chunk is at least this similar to the question: below it, no chunk of the note is about it
+# (docs §5.2). The OKF samples' skill note "run-on-bq" was walked into 9 questions at -0.03 to 0.07, and 13th Age's
+# icon list and index into "I roll a natural 1 firing my bow at an orc…" at 0.02 and 0.04. Every walked note a
+# golden question needed was at 0.128 or more; 22 of the 586 walked notes were below 0.1.
+WALK_FLOOR = 0.1
 WALK_SIMILARITY = """,
 similarity as materialized (
   select chunks.concept_id as id,
@@ -140,7 +145,7 @@ placed as (  -- a note reached from several seeds takes its best place: the n-th
   from ranked join json_each(:seed_strengths) as strength on strength.key = ranked.seed
 )
 select arrival, seed, similarity, round(score, 6) as score, nth from placed
-where best = 1
+where best = 1{floor}
 order by place, score desc, id
 limit :cap"""
 
@@ -149,8 +154,9 @@ def _walk_sql(vectors: bool) -> str:
     """The walk statement; without vectors the walk's own score alone orders the notes."""
     if vectors:
         return WALK_SQL.format(similarity=WALK_SIMILARITY, similarity_value="coalesce(similarity.similarity, 0)",
-                               join="\n  left join similarity on similarity.id = arrivals.id")
-    return WALK_SQL.format(similarity="", similarity_value="0", join="")
+                               join="\n  left join similarity on similarity.id = arrivals.id",
+                               floor=" and similarity >= cast(:floor as real)")
+    return WALK_SQL.format(similarity="", similarity_value="0", join="", floor="")
 PROPERTY_FACTS = 6  # frontmatter links of the note the question is most about, shown as facts (docs/design.md §6)
 LINKED_FACTS = 12  # frontmatter links to a template the question is about: a party of six and its sessions (§2.6)
 # A vault keeps much of what it knows in frontmatter links ("religion: [[The Pactbound Flame]]", "organization:
@@ -759,7 +765,7 @@ def walk(query: Query, seeds: list[Seed], fused: list[dict[str, Any]]) -> list[A
               "walk_options": json.dumps(walk_options), "rest": _rest_of(query.question, seeds, query),
               "question": query.question,
               **{f"{name}_weight": weight for name, weight in WALK_WEIGHTS.items()},
-              "seed_strengths": json.dumps(_walk_strengths(seeds)),
+              "seed_strengths": json.dumps(_walk_strengths(seeds)), "floor": WALK_FLOOR,
               "cap": options.cap if options.cap is not None else len(seeds)}
     rows = query.run("walk", _walk_sql(query.uses_vectors), params)
     walked = [Arrival(**{**json.loads(row["arrival"]), "seed": row["seed"]}, similarity=row["similarity"],

@@ -9,7 +9,7 @@ from datasette.cli import cli
 from datasette_okf import context_for
 from datasette_okf.evaluate import evaluate, load_golden
 from datasette_okf.options import MODES
-from datasette_okf.retrieve import TITLE_SQL, classify_intent, connection
+from datasette_okf.retrieve import TITLE_SQL, WALK_FLOOR, classify_intent, connection
 
 from .conftest import ROOT, write_bundle
 
@@ -118,6 +118,20 @@ def test_the_walk_adds_notes_the_seeds_missed_and_is_capped(campaign_mentions_db
     assert 0 < len(walked) <= len(seeds)  # capped: never more walked notes than seeds
     assert "campaign/people/teodor-vask" not in [s["id"] for s in result["seeds"]]
     assert "campaign/people/teodor-vask" in [n["id"] for n in walked]  # the Tinker: only a nickname in session 3
+
+
+def test_the_walk_passes_over_a_note_no_chunk_of_which_is_about_the_question(campaign_db):
+    """The golden set's q23 (when session 5 was written up): session 5 links to the gull harpy, whose nearest chunk
+    is at 0.04; the walk statement run without its floor still returns it."""
+    question = "How soon after it was played was session 5 first written up, and when was that write-up later redone?"
+    result = context_for(campaign_db, question)
+    walked = [n for n in result["nodes"] if n["why"]["kind"] == "hop"]
+    assert walked and all(n["why"]["similarity"] >= WALK_FLOOR for n in walked)
+    assert "campaign/monsters/gull-harpy" not in [n["id"] for n in result["nodes"]]
+    params = {**result["params"]["walk"], "floor": -1}
+    unfloored = {json.loads(row[0])["id"]: row[2] for row in
+                 connection(campaign_db).execute(result["sql"]["walk"], params)}
+    assert unfloored["campaign/monsters/gull-harpy"] < WALK_FLOOR
 
 
 @pytest.mark.parametrize("mode", MODES)
