@@ -101,12 +101,16 @@ WALK_WEIGHTS = {"similarity": 1.0, "lexical": 0.6, "structure": 0.1, "predicate"
 # icon list and index into "I roll a natural 1 firing my bow at an orc…" at 0.02 and 0.04. Every walked note a
 # golden question needed was at 0.128 or more; 22 of the 586 walked notes were below 0.1.
 WALK_FLOOR = 0.1
+# A chunk that repeats one of a seed's word for word (case aside) says nothing the seed does not: 13th Age's General
+# Feats list holds the Ritual Casting feat's text, and took the feat's one walk slot from Rituals, the rules it
+# points to (docs/design.md §5.5).
 WALK_SIMILARITY = """,
 similarity as materialized (
   select chunks.concept_id as id,
     max(1 - vec_distance_cosine(chunk_floats.embedding, (select okf_embed(:question)))) as similarity
   from chunks join chunk_floats on chunk_floats.id = chunks.id
   where chunks.concept_id in (select id from arrivals)
+    and lower(chunks.text) not in (select lower(text) from chunks where concept_id in (select value from json_each(:seeds)))
   group by chunks.concept_id
 )"""
 WALK_SQL = """with arrivals as materialized (

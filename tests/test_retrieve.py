@@ -134,6 +134,35 @@ def test_the_walk_passes_over_a_note_no_chunk_of_which_is_about_the_question(cam
     assert unfloored["campaign/monsters/gull-harpy"] < WALK_FLOOR
 
 
+def test_a_walked_note_is_not_near_the_question_for_repeating_a_seed(tmp_path):
+    """13th Age's General Feats list holds the Ritual Casting feat word for word, and took the feat's walk slot from
+    Rituals, the rules the feat points to. A chunk that repeats a seed's (case aside) lends its note no similarity."""
+    from datasette_okf.store import build
+
+    files = {
+        "General Feats.md": "# General Feats\n\nFeats any character can take, once each.\n\n## Toughness\n\n"
+                            "You gain extra hit points.\n\n## Ritual Casting\n\nYou can cast any spell you know as a "
+                            "ritual, outside combat.\n",
+        "Ritual Casting.md": "# Ritual Casting\n\nYou can cast any Spell you know as a ritual, outside combat.\n\n"
+                             "## See also\n\nThe [[Rituals]] rules; one of the [[General Feats]].\n",
+        "Rituals.md": "# Rituals\n\nCasting takes ten minutes and a skill check, and the spell stays expended until the "
+                      "next full heal-up.\n",
+    }
+    build([write_bundle(tmp_path / "vault", files)], tmp_path / "v.db")
+    question = "What does casting a spell as a ritual outside combat involve?"
+    result = context_for(tmp_path / "v.db", question, max_seeds=1)
+    assert [s["title"] for s in result["seeds"]] == ["Ritual Casting"]
+    assert [n["title"] for n in result["nodes"]] == ["Ritual Casting", "Rituals"]
+    conn = connection(tmp_path / "v.db")
+    walked = {json.loads(row[0])["id"]: row[2] for row in
+              conn.execute(result["sql"]["walk"], {**result["params"]["walk"], "floor": -1, "cap": 10})}
+    chunks = dict(conn.execute("select heading, 1 - vec_distance_cosine(chunk_floats.embedding, okf_embed(?))"
+                               " from chunks join chunk_floats on chunk_floats.id = chunks.id"
+                               " where concept_id = 'vault/General Feats'", [question]).fetchall())
+    assert walked["vault/General Feats"] == pytest.approx(max(chunks["General Feats"], chunks["Toughness"]))
+    assert walked["vault/General Feats"] < chunks["Ritual Casting"]  # the repeated section, not counted
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_modes_share_one_shape(campaign_db, mode):
     result = context_for(campaign_db, "Where does the brine hag live?", mode=mode, k=5)
