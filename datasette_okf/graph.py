@@ -179,8 +179,9 @@ select id, coalesce(degree, 0) from concepts where id in (select value from json
 
 
 def graph_expand(conn: Any, seeds: list[str], options: WalkOptions) -> list[dict[str, Any]]:
-    """Nodes reached from `seeds`, best first: {id, hop, via, predicate, kind, anchor, score, degree, reached_from};
-    `reached_from` lists the seeds with a path to the node, strongest path first."""
+    """Nodes reached from `seeds`, best first: {id, hop, via, predicate, kind, anchor, score, degree, reached_from,
+    from_seeds}; `reached_from` lists the seeds with a path to the node, strongest path first, and `from_seeds` each
+    seed it is linked to directly, with that link's [predicate, kind, anchor]."""
     # strength[node][seed]: the best path score from that seed; a node's score sums over seeds
     strength: dict[str, dict[str, float]] = {seed: {seed: 1.0} for seed in seeds}
     reached: dict[str, dict[str, Any]] = {}
@@ -217,11 +218,13 @@ def graph_expand(conn: Any, seeds: list[str], options: WalkOptions) -> list[dict
             for seed, parent_score in strength[parent].items():
                 if parent_score * factor > per_seed.get(seed, 0.0):
                     per_seed[seed] = parent_score * factor
+            # the edge that says most: a typed one before a plain link, then the heaviest. Bragan Holt's
+            # `organization: [[The Red Runners]]` (0.99 for ENTITY) lost to the faction's prose link back to
+            # him (1.0), and his why line said "links_to".
+            _, predicate, kind, anchor = max(via_edges, key=lambda e: (_typed(e[2], e[1]), e[0]))
+            if parent in strength[parent]:  # a seed: the walk may place the note by it rather than by `via`
+                entry.setdefault("from_seeds", {})[parent] = [predicate, kind, anchor]
             if best_of[parent] * factor > entry["best"]:
-                # the edge that says most: a typed one before a plain link, then the heaviest. Bragan Holt's
-                # `organization: [[The Red Runners]]` (0.99 for ENTITY) lost to the faction's prose link back to
-                # him (1.0), and his why line said "links_to".
-                _, predicate, kind, anchor = max(via_edges, key=lambda e: (_typed(e[2], e[1]), e[0]))
                 entry.update(best=best_of[parent] * factor, via=parent, predicate=predicate, kind=kind, anchor=anchor)
         for child, entry in arriving.items():
             entry["score"] = sum(strength[child].values())
@@ -241,7 +244,8 @@ def graph_expand(conn: Any, seeds: list[str], options: WalkOptions) -> list[dict
         ranked = ranked[: options.cap]
     return [
         {**{k: e.get(k) for k in ("id", "hop", "via", "predicate", "kind", "anchor", "score", "degree")},
-         "reached_from": sorted(strength[e["id"]], key=lambda seed: (-strength[e["id"]][seed], seed))}
+         "reached_from": sorted(strength[e["id"]], key=lambda seed: (-strength[e["id"]][seed], seed)),
+         "from_seeds": e.get("from_seeds", {})}
         for e in ranked
     ]
 

@@ -343,6 +343,14 @@ class Arrival:
     seed: str  # the one it was walked from: where it ranks best, for that seed's strength
     similarity: float | None = None  # of the note's best chunk to the question
     nth: int = 1  # its place among the notes walked from the same seed
+    from_seeds: dict[str, list[Any]] = field(default_factory=dict)  # seed -> [predicate, kind, anchor] of its link
+
+    def __post_init__(self) -> None:
+        """Said to come by the seed that placed it, when it links to it: The Silver Chain, placed by The Red Runners
+        (its allies), had said "via The Emberheart Traders (rivals)", a seed the budget then left out."""
+        if self.seed != self.via and self.seed in self.from_seeds:
+            self.via = self.seed
+            self.predicate, self.kind, self.anchor = self.from_seeds[self.seed]
 
 
 @dataclass

@@ -169,3 +169,6 @@ def test_each_note_says_which_seeds_reach_it_strongest_path_first(conn):
     found = {r["id"].removeprefix("g/"): r["reached_from"] for r in graph_expand(conn, ["g/a", "g/c"], WalkOptions())}
     assert found["b"][0] in ("g/a", "g/c") and set(found["b"]) == {"g/a", "g/c"}  # a links to b, b links to c
     assert found["visitor"] == ["g/a"]  # one hop from a; three from c, past the walk's two
+    linked = {r["id"].removeprefix("g/"): r["from_seeds"] for r in graph_expand(conn, ["g/a", "g/c"], WalkOptions())}
+    assert set(linked["b"]) == {"g/a", "g/c"} and linked["b"]["g/a"][:2] == ["links_to", "link"]  # a -> b, b -> c
+    assert linked["visitor"] == {"g/a": ["links_to", "link", None]} and linked["twin1"] == {}  # twin1: through b

@@ -120,6 +120,15 @@ def test_the_walk_adds_notes_the_seeds_missed_and_is_capped(campaign_mentions_db
     assert "campaign/people/teodor-vask" in [n["id"] for n in walked]  # the Tinker: only a nickname in session 3
 
 
+def test_a_walked_note_says_it_came_by_the_seed_whose_slot_it_took(campaign_db):
+    """The walk's slots go round the seeds; the why line names the one that placed the note. In the Thellade vault
+    The Silver Chain, placed by The Red Runners (its allies), said "via The Emberheart Traders (rivals)", a seed the
+    budget then left out; in the example, 32 of the 109 notes walked for q01-q28 named another seed than their own."""
+    walked = [n["why"] for q in load_golden(GOLDEN)
+              for n in context_for(campaign_db, q["question"])["nodes"] if n["why"]["kind"] == "hop"]
+    assert len(walked) > 50 and all(why["from"] == why["seed"] for why in walked)
+
+
 def test_the_walk_passes_over_a_note_no_chunk_of_which_is_about_the_question(campaign_db):
     """The golden set's q23 (when session 5 was written up): session 5 links to the gull harpy, whose nearest chunk
     is at 0.04; the walk statement run without its floor still returns it."""
