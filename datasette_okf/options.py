@@ -35,7 +35,7 @@ class ContextOptions:
     hops: int = 1  # of the walk, in hybrid mode: the second round (bridge) reaches further, by what notes say
     max_seeds: int = 5  # seeds kept after fusion, in hybrid mode
     vector_k: int = 60  # nearest chunks the vector list reads
-    cap: int | None = None  # most notes the walk adds (None: as many as there are seeds)
+    cap: int | None = None  # most notes the walk adds (None: as many as there are seeds, and retrieve.WALK_EXTRA)
     vector_threshold: float | None = None  # cosine a vector hit needs to be confident (None: the model's own)
     coverage_threshold: float = 0.5  # share of the question's words the top keyword match must cover
     historical: bool | None = None  # follow superseded notes as they were (None: when the question asks)

@@ -94,6 +94,10 @@ LISTS = {"title": (TITLE_SQL, 2.0), "fts": (FTS_SQL, 1.0), "vector": (VECTOR_SQL
 # (intent-weighted, damped) score; and the slots go round the seeds in rank order, so the best seed's best
 # neighbour is never crowded out by a weak seed's hub neighbours.
 WALK_POOL = 100
+# The walk adds at most as many notes as there are seeds, and this many more (docs/design.md §5.6): two more found
+# 13th Age's Dwarf race for "the people ruled by the icon who is lord of Forge" and three hotpotqa-mini notes in
+# graph-walk mode, and lost none; one more found nothing, four no more than two. The budget still decides.
+WALK_EXTRA = 2
 WALK_SHARE = 0.5  # a walked note's priority: its seed's, halved for each better note walked from that seed
 WALK_WEIGHTS = {"similarity": 1.0, "lexical": 0.6, "structure": 0.1, "predicate": 0.5}
 # A walked note's nearest chunk is at least this similar to the question: below it, no chunk of the note is about it
@@ -778,7 +782,7 @@ def walk(query: Query, seeds: list[Seed], fused: list[dict[str, Any]]) -> list[A
               "question": query.question,
               **{f"{name}_weight": weight for name, weight in WALK_WEIGHTS.items()},
               "seed_strengths": json.dumps(_walk_strengths(seeds)), "floor": WALK_FLOOR,
-              "cap": options.cap if options.cap is not None else len(seeds)}
+              "cap": options.cap if options.cap is not None else len(seeds) + WALK_EXTRA}
     rows = query.run("walk", _walk_sql(query.uses_vectors), params)
     walked = [Arrival(**{**json.loads(row["arrival"]), "seed": row["seed"]}, similarity=row["similarity"],
                       nth=row["nth"]) for row in rows]
@@ -969,8 +973,11 @@ def series(query: Query, nodes: list[Node]) -> list[Node]:
         if row["role"] == "named":  # the question names it ("Group 3's session 9"): right after the best note found
             wanted = round(max(score.values()) * SERIES_SHARE, 6)
         else:
+            # A stretch of the series: right after the member before it (a gap between session 3, a seed, and
+            # session 5, walked: 4 follows 3, not 5). One moment: the lower of its two neighbours, halved.
             share = SERIES_SHARE if ordered else WALK_SHARE
-            wanted = round(min(score[i] for i in (row["after"], row["before"]) if i in score) * share, 6)
+            around = [score[i] for i in (row["after"], row["before"]) if i in score]
+            wanted = round((score[row["after"]] if ordered and row["after"] in score else min(around)) * share, 6)
         if row["id"] in added and added[row["id"]].score >= wanted:
             continue
         added[row["id"]] = Node(query.concepts[row["id"]], wanted,
@@ -985,8 +992,11 @@ def series(query: Query, nodes: list[Node]) -> list[Node]:
         else:
             added[end_id] = Node(query.concepts[end_id], wanted,
                                  {"kind": "series", "role": towards, "after": start, "before": None})
+    adjacent = [(row["after"] or row["before"], row["id"]) for row in rows if row["role"] == "adjacent"]
     if ordered:  # sessions found next to each other, however they came, follow each other: 6, then 7, then 8
-        _in_order(nodes, [(row["after"] or row["before"], row["id"]) for row in rows if row["role"] == "adjacent"])
+        _in_order(nodes, adjacent)
+    elif params["ends"]:  # "what happened next": a neighbour the walk brought stands at least where an end would
+        _at_least(nodes, adjacent, WALK_SHARE)
     # "Group 2's session 7": the walk brought session 7 from session 6, a seed, at half its score; it follows it
     answered = _best_per_pair([row for row in rows if row["role"] == "answered"], score, query)
     _in_order(nodes, [(row["after"], row["id"]) for row in answered.values()])
@@ -1027,6 +1037,16 @@ def _best_named(rows: list[dict[str, Any]], pair: str, score: dict[str, float], 
     return max((row for row in rows if row["pair"] == pair),
                key=lambda row: (_carries(_file_name(query.concepts[row["id"]]["path"]), word, others),
                                 score[row["after"]]))
+
+
+def _at_least(nodes: list[Node], pairs: list[tuple[str, str]], share: float) -> None:
+    """Each (neighbour, note) pair of one series: a walked note rises to `share` of its neighbour's score, as the
+    series' end would have come had the walk not brought it (at its own place among the seed's neighbours)."""
+    score = {n.id: n.score for n in nodes}
+    for node in nodes:
+        lift = [round(score[neighbour] * share, 6) for neighbour, note in pairs if note == node.id]
+        if lift and not node.is_seed:
+            node.score = max(node.score, *lift)
 
 
 def _in_order(nodes: list[Node], pairs: list[tuple[str, str]]) -> None:

@@ -9,7 +9,7 @@ from datasette.cli import cli
 from datasette_okf import context_for
 from datasette_okf.evaluate import evaluate, load_golden
 from datasette_okf.options import MODES
-from datasette_okf.retrieve import TITLE_SQL, WALK_FLOOR, classify_intent, connection
+from datasette_okf.retrieve import TITLE_SQL, WALK_EXTRA, WALK_FLOOR, classify_intent, connection
 
 from .conftest import ROOT, write_bundle
 
@@ -113,9 +113,10 @@ def test_the_walk_adds_notes_the_seeds_missed_and_is_capped(campaign_mentions_db
     """The golden set's q09: Teodor Vask is only a nickname in session 3; Bert's note links to him, and his note
     says whom he works for, and since when."""
     result = context_for(campaign_mentions_db, BERT)
-    seeds = [n for n in result["nodes"] if n["why"]["kind"] == "seed"]
     walked = [n for n in result["nodes"] if n["why"]["kind"] == "hop"]
-    assert 0 < len(walked) <= len(seeds)  # capped: never more walked notes than seeds
+    assert result["params"]["walk"]["cap"] == len(result["seeds"]) + WALK_EXTRA  # capped: the seeds, and two more
+    ran = connection(campaign_mentions_db).execute(result["sql"]["walk"], result["params"]["walk"]).fetchall()
+    assert 0 < len(walked) <= len(ran) == len(result["seeds"]) + WALK_EXTRA  # the cap, of the 100 notes scored
     assert "campaign/people/teodor-vask" not in [s["id"] for s in result["seeds"]]
     assert "campaign/people/teodor-vask" in [n["id"] for n in walked]  # the Tinker: only a nickname in session 3
 
@@ -337,8 +338,10 @@ def test_a_series_is_filled_in_between_the_sessions_found_and_extended_when_the_
                                                    ("campaign/sessions/session-01", "end"),
                                                    ("campaign/sessions/session-05", "end")}
     after = context_for(campaign_db, "How did things unfold after the smoke over the stacks?")
-    roles = {n["id"].removeprefix("campaign/sessions/"): n["why"].get("role") for n in after["nodes"]}
-    assert roles.get("session-04") == "end"  # the session after the one it found
+    nodes = {n["id"].removeprefix("campaign/sessions/"): n for n in after["nodes"]}
+    # the session after the one it found, right after it: an end, or a gap when the walk brought session 5
+    assert nodes["session-04"]["why"].get("role") in ("end", "gap") and nodes["session-04"]["why"]["after"]
+    assert nodes["session-04"]["score"] == round(nodes["session-03"]["score"] * 0.99, 6)
     assert after["params"]["series"]["ends"] == 1 and "series" in after["sql"]
     plain = context_for(campaign_db, "What does the smoke over the stacks smell of?")
     assert plain["params"]["series"]["ends"] == 0  # not a question about what came next
@@ -357,7 +360,7 @@ def test_a_question_about_how_a_stretch_went_takes_the_next_session_right_after_
         result = context_for(campaign_db, question)
         score = {n["id"]: n["score"] for n in result["nodes"]}
         return [(score[n["id"]], score[n["why"]["after"] or n["why"]["before"]]) for n in result["nodes"]
-                if n["why"]["kind"] == "series" and n["why"]["role"] == "end"]
+                if n["why"]["kind"] == "series" and n["why"]["role"] in ("end", "gap")]
 
     from datasette_okf.retrieve import SERIES_SQL, Node, _in_order
 
@@ -373,8 +376,11 @@ def test_a_question_about_how_a_stretch_went_takes_the_next_session_right_after_
 
     unfolding = order("How did things unfold after the smoke over the stacks?")
     assert unfolding and all(mine == round(neighbour * 0.99, 6) for mine, neighbour in unfolding)
-    after = order("What happened next, after the smoke over the stacks?")  # one moment: the walked notes' share
-    assert after and all(mine == round(neighbour * 0.5, 6) for mine, neighbour in after)
+    # one moment: the walked notes' share. Session 4, which the walk brought as session 3's second neighbour, stands
+    # where the series' end would have: at half of session 3
+    after = {n["id"]: n for n in context_for(campaign_db, "What happened next, after the smoke over the stacks?")["nodes"]}
+    four, three = after["campaign/sessions/session-04"], after["campaign/sessions/session-03"]
+    assert four["why"]["kind"] == "hop" and four["score"] == round(three["score"] * 0.5, 6)
 
 
 def test_a_session_the_question_names_by_number_comes_from_the_series_it_found(tmp_path):
