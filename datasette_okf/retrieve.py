@@ -165,6 +165,8 @@ def _walk_sql(vectors: bool) -> str:
                                join="\n  left join similarity on similarity.id = arrivals.id",
                                floor=" and similarity >= cast(:floor as real)")
     return WALK_SQL.format(similarity="", similarity_value="0", join="", floor="")
+
+
 PROPERTY_FACTS = 6  # frontmatter links of the note the question is most about, shown as facts (docs/design.md §6)
 LINKED_FACTS = 12  # frontmatter links to a template the question is about: a party of six and its sessions (§2.6)
 # A vault keeps much of what it knows in frontmatter links ("religion: [[The Pactbound Flame]]", "organization:
