@@ -222,7 +222,7 @@ def graph_expand(conn: Any, seeds: list[str], options: WalkOptions) -> list[dict
             # `organization: [[The Red Runners]]` (0.99 for ENTITY) lost to the faction's prose link back to
             # him (1.0), and his why line said "links_to".
             _, predicate, kind, anchor = max(via_edges, key=lambda e: (_typed(e[2], e[1]), e[0]))
-            if parent in strength[parent]:  # a seed: the walk may place the note by it rather than by `via`
+            if hop == 1:  # its parent is a seed: the walk may place the note by it rather than by `via`
                 entry.setdefault("from_seeds", {})[parent] = [predicate, kind, anchor]
             if best_of[parent] * factor > entry["best"]:
                 entry.update(best=best_of[parent] * factor, via=parent, predicate=predicate, kind=kind, anchor=anchor)
