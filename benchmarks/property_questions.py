@@ -20,7 +20,9 @@ to?"): their frontmatter links are all the vault says of them (docs/design.md §
 link to ("Who are the characters in Campaign Group 6?": six characters' `whichparty`). Last, frontmatter values that
 are no link ("When was Mangagoy founded?": `founded: 17 Stardrift -0285 PR`), answered when the value is in the
 context (docs/design.md §6). And "Who is Two-Tooth?" for every nickname a title or alias writes in quotes
-("Bragan 'Two-Tooth' Holt"): the note in the context, and first (docs/design.md §2.1).
+("Bragan 'Two-Tooth' Holt"): the note in the context, and first (docs/design.md §2.1). And "Who are the members of
+The Red Runners?" for every note at least two people link to (`organization`, `location`): how many of them are in
+the context (docs/design.md §6).
 """
 
 from __future__ import annotations
@@ -152,6 +154,39 @@ def linked(conn, count: int, seed: int) -> tuple[int, int, int, int]:
     return asked, confident, found, wanted
 
 
+# Links to a note with text of its own, asked as a list ("Who are the members of The Red Runners?"): answered by the
+# titles of the people linking to it, most of them unfilled templates in Thellade (docs/design.md §6).
+MEMBERS = {
+    "organization": "Who are the members of {}?",
+    "location": "Which people can be found in {}?",
+}
+MEMBERS_SQL = """select target.title, json_group_array(source.title)
+from edges join concepts as target on target.id = edges.dst and not target.is_stub
+join concepts as source on source.id = edges.src and source.type = 'Person'
+where edges.kind = 'property' and edges.predicate = :predicate and edges.src != edges.dst
+group by target.id having count(*) >= 2
+order by target.id"""
+
+
+def members(conn, count: int, seed: int) -> tuple[int, int, int, int, int]:
+    """(asked, confident, people's titles in the contexts, people linking, contexts with all of them) for up to
+    `count` notes per predicate of MEMBERS that at least two people link to."""
+    asked = confident = found = wanted = whole = 0
+    for predicate, question in MEMBERS.items():
+        rows = conn.execute(MEMBERS_SQL, {"predicate": predicate}).fetchall()
+        random.Random(seed).shuffle(rows)
+        for title, sources in rows[:count]:
+            result = context_for(conn, question.format(title))
+            people = set(json.loads(sources))
+            here = sum(person in result["context"] for person in people)
+            asked += 1
+            confident += result["confident"]
+            found += here
+            wanted += len(people)
+            whole += here == len(people)
+    return asked, confident, found, wanted, whole
+
+
 NICKNAMED = re.compile(r"""(?:^|\s)['"‘“]([^'"‘’“”]{3,})['"’”](?=\s|$)""")  # "Bragan 'Two-Tooth' Holt"
 
 
@@ -188,6 +223,9 @@ def main(db: str, count: int = 60, seed: int = 3) -> None:
     asked, confident, found, wanted = linked(conn, count, seed)
     print(f"  links to unfilled templates: {asked} questions, {confident} confident, {found} of the {wanted} linking "
           f"titles in their contexts")
+    asked, confident, found, wanted, whole = members(conn, count, seed)
+    print(f"  people linking to a note, asked as a list: {asked} questions, {confident} confident, {found} of the "
+          f"{wanted} people in their contexts, all of them in {whole}")
     asked, confident, answered = fields(conn, count, seed)
     print(f"  frontmatter values that are no link: {asked} questions, {confident} confident, the value in the "
           f"context for {answered}")

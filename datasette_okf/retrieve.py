@@ -38,7 +38,19 @@ from .render import (
 )
 from .schema import NOT_A_SOURCE, check_format, read_meta, stored_model, vectors_progress
 from .sqlfunctions import prepare_connection
-from .titles import MAX_QUESTION, STOPWORDS, besides, coverage, end_asked, number_after, numbered, spoken_names, words
+from .titles import (
+    MAX_QUESTION,
+    STOPWORDS,
+    asks_for_list,
+    besides,
+    coverage,
+    end_asked,
+    kinds_asked,
+    number_after,
+    numbered,
+    spoken_names,
+    words,
+)
 
 T = TypeVar("T")
 RRF_K = 60
@@ -168,7 +180,8 @@ def _walk_sql(vectors: bool) -> str:
 
 
 PROPERTY_FACTS = 6  # frontmatter links of the note the question is most about, shown as facts (docs/design.md §6)
-LINKED_FACTS = 12  # frontmatter links to a template the question is about: a party of six and its sessions (§2.6)
+LINKED_FACTS = 20  # frontmatter links to a template the question is about (a party of six and its sessions, §2.6), or
+# to the first note when the question asks who or which of them (a faction's sixteen people, §6)
 # A vault keeps much of what it knows in frontmatter links ("religion: [[The Pactbound Flame]]", "organization:
 # [[The Sable Accord]]"), which the note's text never says: the first note's first few come as fact lines. All of
 # every note's cost Thellade's temporal tier 0.949 -> 0.808 (notes 8.6 -> 5.6 within the budget). Not its `sources`:
@@ -185,27 +198,34 @@ first_properties as (  -- each note's first :property_facts: each key's first li
       where kind = 'property' and src in (select id from told) and {NOT_A_SOURCE})
   ) as ranked on ranked.id = edges.id and ranked.place <= cast(:property_facts as integer)
 ),
-linked_from as (  -- the first :linked_facts links to each template offered, the same way: a party's members
-  select edges.* from edges join (  -- by the linking note's id: they come from many files, built in any order
-    select id, row_number() over (partition by dst order by nth, src, id) as place from (
-      select id, src, dst, row_number() over (partition by dst, predicate order by src, id) as nth from edges
-      where kind = 'property' and dst in (select told.id from told join concepts on concepts.id = told.id
-                                          where concepts.is_stub)
-        and src != dst and {NOT_A_SOURCE})
+linked_from as (  -- the first :linked_facts links to each template offered, the same way: a party's members;
+  -- and to the first note when the question asks who or which of them, from the types it asks for: its members
+  select edges.*, 2 as through, ranked.place from edges join (  -- by the linking note's id: from many files
+    select id, row_number() over (partition by dst order by asked desc, nth, src, id) as place from (
+      select edges.id, edges.src, edges.dst, target.is_stub,
+        row_number() over (partition by edges.dst, edges.predicate order by edges.src, edges.id) as nth,
+        exists (select 1 from json_each(:kinds_asked)  -- "Which places…": places; "Who…": people
+                where value in (lower(source.type), lower(source.type) || 's')
+                   or value || 's' = lower(source.type)) as asked
+      from edges join concepts as source on source.id = edges.src join concepts as target on target.id = edges.dst
+      where edges.kind = 'property' and edges.src != edges.dst and {NOT_A_SOURCE}
+        and edges.dst in (select told.id from told join concepts on concepts.id = told.id where concepts.is_stub
+                          union select json_extract(:nodes, '$[0]') where :list_question))
+    where is_stub or asked  -- a template's links are all it says; a note's, the ones the question asks for
   ) as ranked on ranked.id = edges.id and ranked.place <= cast(:linked_facts as integer)
 )
 select src, predicate, dst, object_literal, date, source_id, through = 2 as linked from (
-  select edges.*, 0 as through from edges
+  select edges.*, 0 as through, null as place from edges
   where edges.kind = 'relation' and edges.src in (select value from json_each(:nodes))
   union all
-  select *, 0 from first_properties
+  select *, 0, null from first_properties
   union all  -- an unfilled template's links are all it says: those the question asks for ("worshipped": `worship`)
-  select edges.*, 1 from first_properties  -- cross join: from the few links out, never a scan of every edge
+  select edges.*, 1, null from first_properties  -- cross join: from the few links out, never a scan of every edge
   cross join concepts on concepts.id = first_properties.dst and concepts.is_stub
   cross join edges on edges.src = concepts.id and edges.kind = 'property'
   where length(edges.predicate) >= 4 and ' ' || :question like '% ' || replace(edges.predicate, '_', ' ') || '%'
   union all  -- the values of `told` that are no link, whose key the question names: "When was Kanda founded?"
-  select null, src, null, key, 'field', null, value, null, null, null, null, 0 from (
+  select null, src, null, key, 'field', null, value, null, null, null, null, 0, null from (
     select concepts.id as src, field.key, case when field.type in ('array', 'object') then coalesce((
         select group_concat(item.value, ', ') from json_each(field.value) as item  -- a list's words
         where field.type = 'array' and item.type in ('text', 'integer', 'real') and item.value not like '%[[%'), (
@@ -223,9 +243,9 @@ select src, predicate, dst, object_literal, date, source_id, through = 2 as link
   where value not like '%[[%'  -- a link is an edge, above
     and :question not like '%' || value || '%'  -- "Group 4's session": "group Group 4" says nothing
   union all
-  select *, 2 from linked_from
+  select * from linked_from  -- in the order they were picked: the types asked for first
 )
-order by through, src, date, id"""
+order by through, place, src, date, id"""
 
 _INTENTS = [
     ("HISTORICAL", r"\b(previous(ly)?|former(ly)?|used to|original(ly)?|first (version|charter)|chang(e|ed|es)|versions|over time|evolv\w*|earlier|prior|superseded|old(er)? (version|charter|rule)|history of|before the (new|current))\b"),
@@ -1072,7 +1092,8 @@ def find_facts(query: Query, nodes: list[Node], run: bool) -> list[dict[str, Any
     confident). Each counts in the budget of the note it is about (`with_id`)."""
     by_id = {n.id: n for n in nodes}
     params = {"nodes": json.dumps(list(by_id)), "property_facts": PROPERTY_FACTS, "linked_facts": LINKED_FACTS,
-              "question": query.question}
+              "question": query.question, "list_question": int(asks_for_list(query.question)),
+              "kinds_asked": json.dumps(kinds_asked(query.question))}
     if not run:
         query.sql["facts"], query.params["facts"] = FACTS_SQL, params
         return []

@@ -196,6 +196,32 @@ def number_after(name: str, word: str) -> int | None:
     return None
 
 
+# A question that asks who or which of many ("Who are the members of the Red Runners?", "Which people can be found in
+# Kanda?") is answered by the notes linking to the one it names; a vault often keeps them as unfilled templates,
+# never offered as notes, whose frontmatter link is all they say (Thellade's sixteen Red Runners). The types it asks
+# for come first: the ones it names ("Which places…"), and people when it asks who.
+_LIST_QUESTION = re.compile(
+    r"^\s*(?:who|what|which)\s+(?:are|were)\b"  # "Who are…", "What were…"
+    r"|^\s*(?:who|what|which|list|name)\b.*\b(?:members?|belong\w*|part of)\b"  # "…the members of…", "…belong to…"
+    r"|^\s*which\s+(?:people|(?!(?:is|was|has|does)\b)\w+s)\b"  # "Which people…", "Which NPCs…"
+    r"|^\s*(?:list|name)\s+(?:all|every|the)\b", re.IGNORECASE)
+_PERSON_KINDS = ["person", "people", "npc", "character", "pc", "player", "member"]
+
+
+def asks_for_list(question: str) -> bool:
+    """Whether the question asks who or which of many: the notes linking to the one it names answer it."""
+    return bool(_LIST_QUESTION.search(question))
+
+
+def kinds_asked(question: str) -> list[str]:
+    """The note types (lower case, maybe plural) a list question asks for: those it names ("places", "deities": the
+    word and its stem), and people when it asks who."""
+    said = content_words(question)
+    named = sorted(set(said) | {_stem(word) for word in said})
+    who = re.match(r"\s*who\b", question, re.IGNORECASE) or set(named) & set(_PERSON_KINDS)
+    return named + (_PERSON_KINDS if who else [])
+
+
 def fts_query(text: str) -> str:
     """An FTS5 MATCH expression that no user text can break: content words, quoted, OR-ed."""
     terms = [spelling for word in (content_words(text) or words(text))[:64] for spelling in _spellings(word)]

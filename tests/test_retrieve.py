@@ -1015,6 +1015,38 @@ def test_the_notes_linking_to_a_template_the_question_is_about_come_as_its_facts
     assert "whichparty Campaign Group 6" not in context_for(tmp_path / "v.db", "Where did the heroes sail?")["context"]
 
 
+def test_a_list_question_reads_the_notes_linking_to_the_one_it_names_the_types_it_asks_for_first(tmp_path):
+    """Thellade's sixteen Red Runners are unfilled templates whose `organization: [[The Red Runners]]` is all they
+    say: never offered as notes, they reached no context. Asked who the members are, the LLM now reads their links,
+    the people's only (places link to the faction the same way, and come first by id); asked which places, the
+    places'; asked something else of the faction, neither (docs/design.md §6)."""
+    from datasette_okf.store import build
+
+    from .conftest import write_bundle
+
+    people, havens = ["Ana Vel", "Corvin Dane", "Zhen Ashun"], ["Sunken Temple", "The Walled Den"]
+    root = write_bundle(tmp_path / "vault", {
+        "Factions/The Red Runners.md": "---\ntype: Organization\n---\nThe Red Runners are a syndicate of smugglers "
+                                       "and thieves who run contraband through Jambito.\n",
+        **{f"People/{name}.md": "---\ntype: Person\norganization: \"[[The Red Runners]]\"\n---\n" for name in people},
+        **{f"Havens/{name}.md": "---\ntype: Place\norganization: \"[[The Red Runners]]\"\n---\n" for name in havens},
+        "Sessions/Session 1.md": "The heroes sailed to Kanda and met a fence.\n",
+    })
+    build([root], tmp_path / "v.db", embed=False)
+    faction = "vault/Factions/The Red Runners"
+
+    def linking(question: str) -> list[str]:
+        result = context_for(tmp_path / "v.db", question)
+        assert result["confident"] and result["nodes"][0]["id"] == faction
+        facts = [f for f in result["facts"] if f["object_id"] == faction and f["predicate"] == "organization"]
+        assert all(f["with_id"] == faction and f["text"] in result["context"] for f in facts)
+        return [f["subject"] for f in facts]
+
+    assert linking("Who are the members of The Red Runners?") == people
+    assert linking("Which places do The Red Runners hold?") == havens
+    assert linking("Where do The Red Runners smuggle their contraband?") == []
+
+
 def test_an_unfilled_template_the_notes_found_already_mention_is_no_seed(tmp_path):
     """Thellade's city of Kanda is a template with frontmatter links. "How many exits does the tavern on Kanda's
     docks have?" is about the tavern, whose note mentions Kanda: Kanda taking the first place (and with it the first

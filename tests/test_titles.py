@@ -4,10 +4,12 @@ import pytest
 
 from datasette_okf.titles import (
     TitleIndex,
+    asks_for_list,
     besides,
     content_words,
     coverage,
     fts_query,
+    kinds_asked,
     names,
     nicknamed,
     number_after,
@@ -180,3 +182,26 @@ def test_how_a_question_hedges_is_not_what_it_asks_about():
     assert content_words("Exactly when, approximately, and please briefly") == []
     assert coverage("Roughly how many people live in the city where the campaign is set?",
                     "A harbour city where the campaign is set.") == 0.6
+
+
+def test_a_question_asking_who_or_which_of_many_is_told_from_one_about_a_single_thing():
+    """"Who are the members of the Red Runners?" is answered by the notes linking to the faction's; "What was the
+    district called before, and which group is it named after?" and "What does the archivist who…" are not lists
+    (their "was", "does" once passed for plurals, and took those questions notes' room)."""
+    for question in ["Who are the members of the Red Runners?", "Which people can be found in Kanda?",
+                     "Which NPCs belong to the Silver Chain?", "Who is part of Campaign Group 6?",
+                     "What were the factions' safehouses?", "List all the taverns in Kanda"]:
+        assert asks_for_list(question), question
+    for question in ["Who leads the Red Runners?", "What was the district called before, and which group is it named?",
+                     "What does the archivist who catalogues relics refuse to cross?",
+                     "What powers the rooftop turrets?", "Which is the oldest tavern?", "What is his wife's name?"]:
+        assert not asks_for_list(question), question
+
+
+def test_a_list_question_asks_for_the_types_it_names_and_for_people_when_it_asks_who():
+    assert kinds_asked("Which places do the Red Runners hold?") == ["hold", "plac", "places", "red", "runner", "runners"]
+    assert "deity" in kinds_asked("Which deities does the Pactbound Flame worship?")
+    assert kinds_asked("Which NPCs belong to the Silver Chain?")[-7:] == ["person", "people", "npc", "character",
+                                                                          "pc", "player", "member"]
+    assert "person" in kinds_asked("Who are the members of the Red Runners?")
+    assert "person" not in kinds_asked("Which places do the Red Runners hold?")
