@@ -204,6 +204,7 @@ linked_from as (  -- the first :linked_facts links to each template offered, the
     select id, row_number() over (partition by dst order by asked desc, nth, src, id) as place from (
       select edges.id, edges.src, edges.dst, target.is_stub,
         row_number() over (partition by edges.dst, edges.predicate order by edges.src, edges.id) as nth,
+        row_number() over (partition by edges.dst, edges.src order by edges.id) as once,  -- a place's `location`
         exists (select 1 from json_each(:kinds_asked)  -- "Which places…": places; "Who…": people
                 where value in (lower(source.type), lower(source.type) || 's')
                    or value || 's' = lower(source.type)) as asked
@@ -211,7 +212,8 @@ linked_from as (  -- the first :linked_facts links to each template offered, the
       where edges.kind = 'property' and edges.src != edges.dst and {NOT_A_SOURCE}
         and edges.dst in (select told.id from told join concepts on concepts.id = told.id where concepts.is_stub
                           union select json_extract(:nodes, '$[0]') where :list_question))
-    where is_stub or asked  -- a template's links are all it says; a note's, the ones the question asks for
+    where (is_stub or asked)  -- a template's links are all it says; a note's, the ones the question asks for
+      and once = 1  -- and its `parentsubregion` to the same isles: one line a linking note, room for the next
   ) as ranked on ranked.id = edges.id and ranked.place <= cast(:linked_facts as integer)
 )
 select src, predicate, dst, object_literal, date, source_id, through = 2 as linked from (

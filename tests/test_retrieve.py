@@ -1018,8 +1018,8 @@ def test_the_notes_linking_to_a_template_the_question_is_about_come_as_its_facts
 def test_a_list_question_reads_the_notes_linking_to_the_one_it_names_the_types_it_asks_for_first(tmp_path):
     """Thellade's sixteen Red Runners are unfilled templates whose `organization: [[The Red Runners]]` is all they
     say: never offered as notes, they reached no context. Asked who the members are, the LLM now reads their links,
-    the people's only (places link to the faction the same way, and come first by id); asked which places, the
-    places'; asked something else of the faction, neither (docs/design.md §6)."""
+    the people's only (places link to the faction the same way, and come first by id), one line a person; asked
+    which places, the places'; asked something else of the faction, neither (docs/design.md §6)."""
     from datasette_okf.store import build
 
     from .conftest import write_bundle
@@ -1029,6 +1029,8 @@ def test_a_list_question_reads_the_notes_linking_to_the_one_it_names_the_types_i
         "Factions/The Red Runners.md": "---\ntype: Organization\n---\nThe Red Runners are a syndicate of smugglers "
                                        "and thieves who run contraband through Jambito.\n",
         **{f"People/{name}.md": "---\ntype: Person\norganization: \"[[The Red Runners]]\"\n---\n" for name in people},
+        "People/Ana Vel.md": "---\ntype: Person\norganization: \"[[The Red Runners]]\"\n"  # two links, one line
+                             "patron: \"[[The Red Runners]]\"\n---\n",
         **{f"Havens/{name}.md": "---\ntype: Place\norganization: \"[[The Red Runners]]\"\n---\n" for name in havens},
         "Sessions/Session 1.md": "The heroes sailed to Kanda and met a fence.\n",
     })
@@ -1038,7 +1040,7 @@ def test_a_list_question_reads_the_notes_linking_to_the_one_it_names_the_types_i
     def linking(question: str) -> list[str]:
         result = context_for(tmp_path / "v.db", question)
         assert result["confident"] and result["nodes"][0]["id"] == faction
-        facts = [f for f in result["facts"] if f["object_id"] == faction and f["predicate"] == "organization"]
+        facts = [f for f in result["facts"] if f["object_id"] == faction]
         assert all(f["with_id"] == faction and f["text"] in result["context"] for f in facts)
         return [f["subject"] for f in facts]
 
