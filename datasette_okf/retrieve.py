@@ -198,20 +198,23 @@ first_properties as (  -- each note's first :property_facts: each key's first li
       where kind = 'property' and src in (select id from told) and {NOT_A_SOURCE})
   ) as ranked on ranked.id = edges.id and ranked.place <= cast(:property_facts as integer)
 ),
+linked_to(id, is_stub) as (  -- each template offered, and the first note when the question asks who or which
+  select id, max(is_stub) from (  -- of many (a note's is_stub read once, not once a link: a body spans pages)
+    select told.id, 1 as is_stub from told join concepts on concepts.id = told.id where concepts.is_stub
+    union all select json_extract(:nodes, '$[0]'), 0 where :list_question)
+  group by id
+),
+kinds(kind) as materialized (select value from json_each(:kinds_asked)),
 linked_from as (  -- the first :linked_facts links to each template offered, the same way: a party's members;
-  -- and to the first note when the question asks who or which of them, from the types it asks for: its members
+  -- and to the first note, from the types the question asks for: a faction's members
   select edges.*, 2 as through, ranked.place from edges join (  -- by the linking note's id: from many files
     select id, row_number() over (partition by dst order by asked desc, nth, src, id) as place from (
-      select edges.id, edges.src, edges.dst, target.is_stub,
+      select edges.id, edges.src, edges.dst, linked_to.is_stub,
         row_number() over (partition by edges.dst, edges.predicate order by edges.src, edges.id) as nth,
         row_number() over (partition by edges.dst, edges.src order by edges.id) as once,  -- a place's `location`
-        exists (select 1 from json_each(:kinds_asked)  -- "Which places…": places; "Who…": people
-                where value in (lower(source.type), lower(source.type) || 's')
-                   or value || 's' = lower(source.type)) as asked
-      from edges join concepts as source on source.id = edges.src join concepts as target on target.id = edges.dst
-      where edges.kind = 'property' and edges.src != edges.dst and {NOT_A_SOURCE}
-        and edges.dst in (select told.id from told join concepts on concepts.id = told.id where concepts.is_stub
-                          union select json_extract(:nodes, '$[0]') where :list_question))
+        lower(source.type) in (select kind from kinds) as asked  -- "Which places…": places; "Who…": people
+      from linked_to join edges on edges.dst = linked_to.id join concepts as source on source.id = edges.src
+      where edges.kind = 'property' and edges.src != edges.dst and {NOT_A_SOURCE})
     where (is_stub or asked)  -- a template's links are all it says; a note's, the ones the question asks for
       and once = 1  -- and its `parentsubregion` to the same isles: one line a linking note, room for the next
   ) as ranked on ranked.id = edges.id and ranked.place <= cast(:linked_facts as integer)

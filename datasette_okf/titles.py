@@ -215,12 +215,13 @@ def asks_for_list(question: str) -> bool:
 
 
 def kinds_asked(question: str) -> list[str]:
-    """The note types (lower case, maybe plural) a list question asks for: those it names ("places", "deities": the
-    word and its stem), and people when it asks who."""
+    """The note types (lower case) a list question asks for, each also in the plural (a vault may name a type after
+    its folder, "NPCs"): those it names ("places", "deities": the word and its stem), and people when it asks who."""
     said = content_words(question)
-    named = sorted(set(said) | {_stem(word) for word in said})
-    who = re.match(r"\s*who\b", question, re.IGNORECASE) or set(named) & set(_PERSON_KINDS)
-    return named + (_PERSON_KINDS if who else [])
+    named = set(said) | {_stem(word) for word in said} | {word[:-1] for word in said if word.endswith("s")}
+    if re.match(r"\s*who\b", question, re.IGNORECASE) or named & set(_PERSON_KINDS):
+        named |= set(_PERSON_KINDS)
+    return sorted(named | {kind + "s" for kind in named if not kind.endswith("s")})
 
 
 def fts_query(text: str) -> str:

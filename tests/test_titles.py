@@ -200,9 +200,9 @@ def test_a_question_asking_who_or_which_of_many_is_told_from_one_about_a_single_
 
 
 def test_a_list_question_asks_for_the_types_it_names_and_for_people_when_it_asks_who():
-    assert kinds_asked("Which places do the Red Runners hold?") == ["hold", "plac", "places", "red", "runner", "runners"]
-    assert "deity" in kinds_asked("Which deities does the Pactbound Flame worship?")
-    assert kinds_asked("Which NPCs belong to the Silver Chain?")[-7:] == ["person", "people", "npc", "character",
-                                                                          "pc", "player", "member"]
-    assert "person" in kinds_asked("Who are the members of the Red Runners?")
-    assert "person" not in kinds_asked("Which places do the Red Runners hold?")
+    """Lower case, singular and plural: a vault names its types "Place" or, after a folder, "NPCs"."""
+    places = kinds_asked("Which places do the Red Runners hold?")
+    assert {"place", "places", "runner", "runners"} <= set(places) and "person" not in places
+    assert {"deity", "deities"} <= set(kinds_asked("Which deities does the Pactbound Flame worship?"))
+    assert {"npc", "npcs", "person", "people", "character", "characters"} <= set(kinds_asked("Which NPCs belong to X?"))
+    assert {"person", "persons", "npc", "npcs"} <= set(kinds_asked("Who are the members of the Red Runners?"))
