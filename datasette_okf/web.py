@@ -260,8 +260,9 @@ def why_parts(why: dict[str, Any], via: str, titles: dict[str, str]) -> list[tup
             if why.get(side):
                 parts += [(", " if len(parts) > 1 else "", None), (f"{side} ", None), note(why[side])]
         return parts
-    if kind == "seed":
-        parts = [("seed: " + "+".join(name for name, rank in why["ranks"].items() if rank), None)]
+    if kind in ("seed", "next"):
+        parts = [(("seed: " if kind == "seed" else "next in the lists: ")
+                  + "+".join(name for name, rank in why["ranks"].items() if rank), None)]
         if why.get("resolved_from"):
             parts += [(" (resolved from superseded ", None), note(why["resolved_from"]), (")", None)]
         if why.get("bridged_from"):

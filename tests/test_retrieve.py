@@ -121,6 +121,32 @@ def test_the_walk_adds_notes_the_seeds_missed_and_is_capped(campaign_mentions_db
     assert "campaign/people/teodor-vask" in [n["id"] for n in walked]  # the Tinker: only a nickname in session 3
 
 
+def test_the_lists_next_notes_take_the_slots_a_walk_without_links_left(tmp_path):
+    """hotpotqa-mini's paragraphs link nothing: the walk added no note and its contexts held 5.4 notes of a budget
+    they did not fill. The fused lists' next notes now take the walk's slots, below every note offered, until the
+    context offers FILL_TO notes; where the walk fills its slots, none come (docs/design.md §5.10)."""
+    from datasette_okf.retrieve import FILL_TO
+    from datasette_okf.store import build
+
+    capes = ["Alder", "Birch", "Cedar", "Dogwood", "Elm", "Fir", "Gorse", "Hazel", "Ivy", "Juniper", "Larch", "Maple",
+             "Oak", "Pine"]  # no numbers: numbered names would make a series, whose `next` links the walk follows
+    root = write_bundle(tmp_path / "paragraphs", {
+        f"{cape} Light.md": f"{cape} Light stands on a granite cape{' and its keeper logs the storms' * (n % 3)}.\n"
+        for n, cape in enumerate(capes)})
+    build([root], tmp_path / "p.db", embed=False)
+    result = context_for(tmp_path / "p.db", "Which granite cape lighthouse keeper logs storms?")
+    kinds = [n["why"]["kind"] for n in result["nodes"]]
+    assert "hop" not in kinds and len(result["nodes"]) == FILL_TO
+    nexts = [n for n in result["nodes"] if n["why"]["kind"] == "next"]
+    assert kinds == ["seed"] * (FILL_TO - len(nexts)) + ["next"] * len(nexts) and nexts
+    assert all(n["via"].startswith("next in the lists: fts") for n in nexts)
+    ranked = [row[0] for row in connection(tmp_path / "p.db").execute(result["sql"]["seeds"], result["params"]["seeds"])]
+    assert [n["id"] for n in result["nodes"]] == ranked[:FILL_TO]  # the lists' order, and nothing else
+    assert max(n["score"] for n in nexts) < min(n["score"] for n in result["nodes"] if n["why"]["kind"] == "seed")
+    assert all(n["why"]["kind"] != "next" for n in context_for(tmp_path / "p.db", "Which granite cape lighthouse?",
+                                                               mode="keyword")["nodes"])  # the modes with k notes
+
+
 def test_a_walked_note_says_it_came_by_the_seed_whose_slot_it_took(campaign_db):
     """The walk's slots go round the seeds; the why line names the one that placed the note. In the Thellade vault
     The Silver Chain, placed by The Red Runners (its allies), said "via The Emberheart Traders (rivals)", a seed the
@@ -162,7 +188,7 @@ def test_a_walked_note_is_not_near_the_question_for_repeating_a_seed(tmp_path):
     question = "What does casting a spell as a ritual outside combat involve?"
     result = context_for(tmp_path / "v.db", question, max_seeds=1)
     assert [s["title"] for s in result["seeds"]] == ["Ritual Casting"]
-    assert [n["title"] for n in result["nodes"]] == ["Ritual Casting", "Rituals"]
+    assert [n["title"] for n in result["nodes"] if n["why"]["kind"] != "next"] == ["Ritual Casting", "Rituals"]
     conn = connection(tmp_path / "v.db")
     walked = {json.loads(row[0])["id"]: row[2] for row in
               conn.execute(result["sql"]["walk"], {**result["params"]["walk"], "floor": -1, "cap": 10})}
