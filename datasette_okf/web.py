@@ -294,7 +294,8 @@ def page_view(datasette, params: dict[str, Any], result: dict[str, Any], titles:
     nodes = []
     seeds = {s["id"]: s for s in result["seeds"]}
     for node in result["nodes"]:
-        nodes.append({**node_view(datasette, db, node, titles), "ranks": seeds.get(node["id"], {}).get("ranks")})
+        ranks = seeds.get(node["id"], {}).get("ranks") or node["why"].get("ranks")  # a seed's, or the lists' next
+        nodes.append({**node_view(datasette, db, node, titles), "ranks": ranks})
     nearest = []
     if not result["confident"]:
         for seed in nearest_notes(result):

@@ -371,3 +371,23 @@ def test_a_series_note_the_question_named_says_so_on_the_page():
     parts = why_parts(why, "", {"v/Campaign 3 - Session 10": "Glyphs, Chains, and Shadows"})
     assert "".join(text for text, _ in parts) == "series: named by the question, in the series of Glyphs, Chains, and Shadows"
     assert ("Glyphs, Chains, and Shadows", "v/Campaign 3 - Session 10") in parts  # linked, the id on hover
+
+
+def test_a_note_the_lists_put_in_a_slot_the_walk_left_says_so_with_its_ranks(tmp_path):
+    """A bundle without links leaves the walk's slots to the lists' next notes (docs/design.md §5.10): the page says
+    "next in the lists" and which lists ranked them where, as it does for a seed."""
+    from datasette_okf.store import build
+
+    from .conftest import write_bundle
+
+    capes = ["Alder", "Birch", "Cedar", "Dogwood", "Elm", "Fir", "Gorse", "Hazel", "Ivy", "Juniper"]
+    root = write_bundle(tmp_path / "paragraphs", {f"{cape} Light.md": f"{cape} Light stands on a granite cape.\n"
+                                                  for cape in capes})
+    build([root], tmp_path / "capes.db", embed=False)
+    ds = Datasette([str(tmp_path / "capes.db")])
+    page = fetch(ds, "/-/context_for?q=Which+granite+cape+has+a+lighthouse%3F&db=capes").text
+    data = fetch(ds, "/-/context_for.json?q=Which+granite+cape+has+a+lighthouse%3F&db=capes").json()
+    nexts = [n for n in data["nodes"] if n["why"]["kind"] == "next"]
+    assert nexts and all(n["via"] == "next in the lists: fts" for n in nexts)
+    for node in nexts:
+        assert f"next in the lists: fts — ranks: fts #{node['why']['ranks']['fts']} " in page
