@@ -202,6 +202,7 @@ def number_after(name: str, word: str) -> int | None:
 # for come first: the ones it names ("Which places…"), and people when it asks who.
 _LIST_QUESTION = re.compile(
     r"^\s*(?:who|what|which)\s+(?:are|were)\b"  # "Who are…", "What were…"
+    r"|^\s*who\s+(?:lives?|lived|inhabits?|dwells?|works?|worked|serves?|served)\b"  # "Who lives in Glowquarter?"
     r"|^\s*(?:who|what|which|list|name)\b.*\b(?:members?|belong\w*|part of)\b"  # "…the members of…", "…belong to…"
     r"|^\s*(?:which|what)\s+(?:people|(?!(?:is|was|has|does)\b)\w+s)\b"  # "Which people…", "What places…"
     r"|^\s*(?:which|what)\s+\w+\s+(?:are|were)\b"  # "What NPCs are…", "Which deity were…"

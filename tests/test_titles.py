@@ -191,7 +191,8 @@ def test_a_question_asking_who_or_which_of_many_is_told_from_one_about_a_single_
     for question in ["Who are the members of the Red Runners?", "Which people can be found in Kanda?",
                      "Which NPCs belong to the Silver Chain?", "Who is part of Campaign Group 6?",
                      "What were the factions' safehouses?", "List all the taverns in Kanda",
-                     "What NPCs are in Kanda?", "What places do the Red Runners control?"]:
+                     "What NPCs are in Kanda?", "What places do the Red Runners control?",
+                     "Who lives in Glowquarter?", "Who works for the Emberheart Traders?"]:
         assert asks_for_list(question), question
     for question in ["Who leads the Red Runners?", "What was the district called before, and which group is it named?",
                      "What does the archivist who catalogues relics refuse to cross?",
