@@ -199,7 +199,7 @@ first_properties as (  -- each note's first :property_facts: each key's first li
   ) as ranked on ranked.id = edges.id and ranked.place <= cast(:property_facts as integer)
 ),
 linked_to(id, is_stub) as (  -- each template offered, and the first note when the question asks who or which
-  select id, max(is_stub) from (  -- of many (a note's is_stub read once, not once a link: a body spans pages)
+  select id, max(is_stub) from (  -- of many (a template's links all come; a note's, of the types asked for)
     select told.id, 1 as is_stub from told join concepts on concepts.id = told.id where concepts.is_stub
     union all select json_extract(:nodes, '$[0]'), 0 where :list_question)
   group by id

@@ -198,8 +198,8 @@ def number_after(name: str, word: str) -> int | None:
 
 # A question that asks who or which of many ("Who are the members of the Red Runners?", "Which people can be found in
 # Kanda?") is answered by the notes linking to the one it names; a vault often keeps them as unfilled templates,
-# never offered as notes, whose frontmatter link is all they say (Thellade's sixteen Red Runners). The types it asks
-# for come first: the ones it names ("Which places…"), and people when it asks who.
+# never offered as notes, whose frontmatter link is all they say (Thellade's sixteen Red Runners). Of those, the
+# types it asks for: the ones it names ("Which places…"), and people when it asks who (docs/design.md §6).
 _LIST_QUESTION = re.compile(
     r"^\s*(?:who|what|which)\s+(?:are|were)\b"  # "Who are…", "What were…"
     r"|^\s*who\s+(?:lives?|lived|inhabits?|dwells?|works?|worked|serves?|served)\b"  # "Who lives in Glowquarter?"
