@@ -12,7 +12,7 @@ import click
 import yaml
 
 from .embed import DEFAULT_MODEL, EmbeddingError
-from .evaluate import as_table, load_golden, misses
+from .evaluate import as_table, load_golden, misses, parse_mode
 from .evaluate import evaluate as run_evaluation
 from .lint import PROFILES, choose_profile, link_problem_words, run_lint
 from .options import MODES, BadOption, ContextOptions
@@ -263,7 +263,16 @@ def evaluate(database: Path, golden: Path, modes: str, fmt: str, by_question: bo
     required: [bundle-relative .md paths or concept ids]}. "rejected" is the
     rejection rate for tier out and the false-rejection rate for the others.
     """
-    report = run_evaluation(str(database), load_golden(golden), [m.strip() for m in modes.split(",") if m.strip()])
+    try:
+        questions = load_golden(golden)
+        for spec in (m.strip() for m in modes.split(",") if m.strip()):
+            mode, extra = parse_mode(spec)
+            ContextOptions(mode=mode, **extra)  # "vector:0": k out of its bounds, said before any question runs
+    except BadOption as error:
+        raise click.BadParameter(str(error), param_hint="--modes")
+    except ValueError as error:
+        raise click.ClickException(str(error))
+    report = run_evaluation(str(database), questions, [m.strip() for m in modes.split(",") if m.strip()])
     if fmt == "json":
         click.echo(json.dumps(report, indent=2))
     else:

@@ -9,6 +9,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from .options import MODES, BadOption
 from .render import estimate_tokens
 from .retrieve import connection, context_for
 from .schema import read_meta
@@ -19,16 +20,30 @@ RECALL_AT = 5  # recall in the context's first notes too: how multi-hop retrieva
 
 
 def parse_mode(spec: str) -> tuple[str, dict[str, Any]]:
-    """`hybrid`, `vector:10`, `keyword:5`, `graph-walk` -> (mode, options)."""
+    """`hybrid`, `vector:10`, `keyword:5`, `graph-walk` -> (mode, options); BadOption for what is not one."""
     mode, _, k = spec.partition(":")
+    if mode not in MODES:
+        raise BadOption("modes", f"{spec!r}: a mode is one of {', '.join(MODES)}, optionally with :k (vector:10)")
+    if k and not k.isdigit():
+        raise BadOption("modes", f"{spec!r}: k after the colon must be a whole number (vector:10)")
     return mode, ({"k": int(k)} if k else {})
 
 
 def load_golden(path: Path | str) -> list[dict[str, Any]]:
-    questions = json.loads(Path(path).read_text())
-    for q in questions:
+    """The questions of a golden set; ValueError naming the file and what is wrong with it."""
+    try:
+        questions = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ValueError(f"{path}: not a JSON golden set ({error})") from None
+    if not isinstance(questions, list):
+        raise ValueError(f"{path}: a golden set is a JSON list of questions, not a {type(questions).__name__}")
+    for n, q in enumerate(questions, 1):
+        if not isinstance(q, dict) or not isinstance(q.get("question"), str):
+            raise ValueError(f"{path}: question {n} must be an object with a \"question\" string")
         if q.get("tier") not in TIERS:
-            raise ValueError(f"question {q.get('id')!r}: tier must be one of {', '.join(TIERS)}")
+            raise ValueError(f"{path}: question {q.get('id', n)!r}: tier must be one of {', '.join(TIERS)}")
+        if not isinstance(q.get("required", []), list):
+            raise ValueError(f"{path}: question {q.get('id', n)!r}: required must be a list of notes")
     return questions
 
 

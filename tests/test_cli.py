@@ -318,3 +318,23 @@ def test_evaluate_by_question_says_when_a_missed_note_is_one_retrieval_never_off
     assert ("missed: 01 World/06 Settlements/Eastport.md — an unfilled template (is_stub) without frontmatter links: "
             "never a seed nor a walked note") in result.output
 
+
+
+def test_evaluate_refuses_a_bad_golden_set_or_mode_with_a_message_not_a_traceback(tmp_path, campaign_db):
+    """hotpotqa-mini's own questions.json (no tiers), a JSON object, text that is no JSON, "vector:x", "vector:0":
+    each was a Python traceback; now one line naming the file or the option, and what is wrong."""
+    cases = {
+        "tierless.json": (json.dumps([{"id": "q1", "question": "Who?"}]), "question 'q1': tier must be one of"),
+        "object.json": (json.dumps({"questions": []}), "a golden set is a JSON list of questions, not a dict"),
+        "text.json": ("not json", "not a JSON golden set"),
+    }
+    for name, (content, message) in cases.items():
+        (tmp_path / name).write_text(content)
+        result = CliRunner().invoke(cli, ["okf", "evaluate", str(campaign_db), str(tmp_path / name)])
+        assert result.exit_code == 1 and f"Error: {tmp_path / name}: " in result.output, result.output
+        assert message in result.output and "Traceback" not in result.output
+    golden = tmp_path / "golden.json"
+    golden.write_text(json.dumps([{"id": "q", "tier": "lookup", "question": "Who?", "required": []}]))
+    for spec, message in [("foo", "a mode is one of"), ("vector:x", "must be a whole number"), ("vector:0", "k")]:
+        result = CliRunner().invoke(cli, ["okf", "evaluate", str(campaign_db), str(golden), "--modes", f"hybrid,{spec}"])
+        assert result.exit_code == 2 and "Invalid value for --modes" in result.output and message in result.output
