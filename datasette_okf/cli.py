@@ -17,8 +17,20 @@ from .evaluate import evaluate as run_evaluation
 from .lint import PROFILES, choose_profile, link_problem_words, run_lint
 from .options import MODES, BadOption, ContextOptions
 from .retrieve import connection, context_for
+from .schema import OutdatedDatabase, check_format
 from .store import BuildError, BuildRefused, BuildReport, Progress
 from .store import build as build_database
+
+
+def okf_connection(database: Path):
+    """A connection to DATABASE, or one line saying it is no datasette-okf database of this format (a file that is
+    not SQLite, another SQLite file, an older build), never a traceback."""
+    conn = connection(str(database))
+    try:
+        check_format(conn)
+    except OutdatedDatabase as error:
+        raise click.ClickException(f"{database}: {error}") from None
+    return conn
 
 
 class Refused(click.ClickException):
@@ -263,6 +275,7 @@ def evaluate(database: Path, golden: Path, modes: str, fmt: str, by_question: bo
     required: [bundle-relative .md paths or concept ids]}. "rejected" is the
     rejection rate for tier out and the false-rejection rate for the others.
     """
+    okf_connection(database).close()
     try:
         questions = load_golden(golden)
         for spec in (m.strip() for m in modes.split(",") if m.strip()):
@@ -299,7 +312,7 @@ def lint(database: Path, fmt: str, profile: str | None):
 
     Counts first (per check, errors first, and per folder where a check has more hits than it shows rows),
     then up to LINT_ROWS rows of each check: a vault's thousands of hits never bury the summary."""
-    conn = connection(str(database))
+    conn = okf_connection(database)
     chosen = choose_profile(conn, profile)
     results = run_lint(conn, profile=chosen.name)
     if fmt == "json":
@@ -445,7 +458,7 @@ def rebuild_candidates_command(database: Path, as_json: bool):
     deleting each would lose, and the references/ files nothing cites yet. Changes nothing."""
     from .rebuild_candidates import rebuild_candidates
 
-    report = rebuild_candidates(connection(str(database)))
+    report = rebuild_candidates(okf_connection(database))
     if as_json:
         click.echo(json.dumps(report, indent=2, ensure_ascii=False))
         return

@@ -338,3 +338,21 @@ def test_evaluate_refuses_a_bad_golden_set_or_mode_with_a_message_not_a_tracebac
     for spec, message in [("foo", "a mode is one of"), ("vector:x", "must be a whole number"), ("vector:0", "k")]:
         result = CliRunner().invoke(cli, ["okf", "evaluate", str(campaign_db), str(golden), "--modes", f"hybrid,{spec}"])
         assert result.exit_code == 2 and "Invalid value for --modes" in result.output and message in result.output
+
+
+def test_commands_reading_a_database_refuse_one_that_is_no_datasette_okf_database(tmp_path):
+    """lint, evaluate and rebuild-candidates on another SQLite file or on a file that is no SQLite at all: one line
+    naming the file ("no such table: link_issues", "file is not a database" were tracebacks)."""
+    import sqlite3
+
+    other = tmp_path / "other.db"
+    sqlite3.connect(other).execute("create table t (x)")
+    text = tmp_path / "notes.db"
+    text.write_text("not a database\n")
+    golden = tmp_path / "golden.json"
+    golden.write_text(json.dumps([{"id": "q", "tier": "lookup", "question": "Who?", "required": []}]))
+    for path in (other, text):
+        for args in (["lint", str(path)], ["evaluate", str(path), str(golden)], ["rebuild-candidates", str(path)]):
+            result = CliRunner().invoke(cli, ["okf", *args])
+            assert result.exit_code == 1, (args, result.output)
+            assert f"Error: {path}: this is not a datasette-okf database" in result.output, (args, result.output)
