@@ -413,8 +413,7 @@ class Node:
             return f"series: {ASKED_ROLES[why['role']]}, in the series of {why['after']}"
         if why["kind"] == "series":
             return "series: " + ", ".join(f"{side} {why[side]}" for side in ("after", "before") if why[side])
-        text = ("next in the lists: " if why["kind"] == "next" else "seed: ") + "+".join(
-            name for name, rank in why["ranks"].items() if rank)
+        text = found_in(why)
         text += f" (resolved from superseded {why['resolved_from']})" if why.get("resolved_from") else ""
         return text + (f" (second round, through {why['bridged_from']})" if why.get("bridged_from") else "")
 
@@ -983,6 +982,12 @@ SERIES_REACH = 20  # notes either way of a found one where a member the question
 SERIES_SHARE = 0.99
 SERIES_MOST = 1000  # steps along a series to its end: a bound, never reached by a real one
 # A series member the question asks for, and how the why line says so (web.why_parts too)
+def found_in(why: dict[str, Any]) -> str:
+    """The lists that found a seed or the lists' next note: "seed: title+fts", "next in the lists: vector"."""
+    return ("next in the lists: " if why["kind"] == "next" else "seed: ") + "+".join(
+        name for name, rank in why["ranks"].items() if rank)
+
+
 ASKED_ROLES = {"named": "named by the question", "last": "the last, as the question asks",
                "first": "the first, as the question asks"}
 # "What happened in the last session of Campaign 6?": from a member found, along `sequence` edges to that end

@@ -25,7 +25,7 @@ from .access import configured_options, okf_databases, plugin_config, visible_da
 from .across import ask_databases
 from .embed import EmbeddingError, canonical_id
 from .options import MODES, BadOption, ContextOptions
-from .retrieve import ASKED_ROLES, context_for, nearest_notes
+from .retrieve import ASKED_ROLES, context_for, found_in, nearest_notes
 from .schema import IS_LOG, OutdatedDatabase, stored_model, vectors_progress
 from .titles import MAX_QUESTION, coverage  # MAX_QUESTION: the SQL functions' limit too, one for every way in
 
@@ -261,8 +261,7 @@ def why_parts(why: dict[str, Any], via: str, titles: dict[str, str]) -> list[tup
                 parts += [(", " if len(parts) > 1 else "", None), (f"{side} ", None), note(why[side])]
         return parts
     if kind in ("seed", "next"):
-        parts = [(("seed: " if kind == "seed" else "next in the lists: ")
-                  + "+".join(name for name, rank in why["ranks"].items() if rank), None)]
+        parts = [(found_in(why), None)]
         if why.get("resolved_from"):
             parts += [(" (resolved from superseded ", None), note(why["resolved_from"]), (")", None)]
         if why.get("bridged_from"):
