@@ -137,21 +137,24 @@ group by template.id
 order by template.id"""
 
 
-def linked(conn, count: int, seed: int) -> tuple[int, int, int, int]:
-    """(asked, confident, linking titles in the contexts, linking titles) for up to `count` templates per
-    predicate of LINKED: a party's question wants all its members."""
-    asked = confident = found = wanted = 0
-    for predicate, question in LINKED.items():
-        rows = conn.execute(LINKED_SQL, {"predicate": predicate}).fetchall()
+def linking(conn, questions: dict[str, str], sql: str, count: int, seed: int) -> tuple[int, int, int, int, int]:
+    """(asked, confident, linking titles in the contexts, linking titles, contexts with all of them) for up to
+    `count` notes per predicate of `questions` that `sql` finds (each with the titles linking to it): a party's or
+    a faction's question wants all its members."""
+    asked = confident = found = wanted = whole = 0
+    for predicate, question in questions.items():
+        rows = conn.execute(sql, {"predicate": predicate}).fetchall()
         random.Random(seed).shuffle(rows)
         for title, sources in rows[:count]:
             result = context_for(conn, question.format(title))
+            titles = set(json.loads(sources))
+            here = sum(source in result["context"] for source in titles)
             asked += 1
             confident += result["confident"]
-            titles = set(json.loads(sources))
-            found += sum(source in result["context"] for source in titles)
+            found += here
             wanted += len(titles)
-    return asked, confident, found, wanted
+            whole += here == len(titles)
+    return asked, confident, found, wanted, whole
 
 
 # Links to a note with text of its own, asked as a list ("Who are the members of The Red Runners?"): answered by the
@@ -166,25 +169,6 @@ join concepts as source on source.id = edges.src and source.type = 'Person'
 where edges.kind = 'property' and edges.predicate = :predicate and edges.src != edges.dst
 group by target.id having count(*) >= 2
 order by target.id"""
-
-
-def members(conn, count: int, seed: int) -> tuple[int, int, int, int, int]:
-    """(asked, confident, people's titles in the contexts, people linking, contexts with all of them) for up to
-    `count` notes per predicate of MEMBERS that at least two people link to."""
-    asked = confident = found = wanted = whole = 0
-    for predicate, question in MEMBERS.items():
-        rows = conn.execute(MEMBERS_SQL, {"predicate": predicate}).fetchall()
-        random.Random(seed).shuffle(rows)
-        for title, sources in rows[:count]:
-            result = context_for(conn, question.format(title))
-            people = set(json.loads(sources))
-            here = sum(person in result["context"] for person in people)
-            asked += 1
-            confident += result["confident"]
-            found += here
-            wanted += len(people)
-            whole += here == len(people)
-    return asked, confident, found, wanted, whole
 
 
 NICKNAMED = re.compile(r"""(?:^|\s)['"‘“]([^'"‘’“”]{3,})['"’”](?=\s|$)""")  # "Bragan 'Two-Tooth' Holt"
@@ -220,10 +204,10 @@ def main(db: str, count: int = 60, seed: int = 3) -> None:
     asked, confident, answered = asked_about(conn, QUESTIONS, count, seed, stubs=True)
     print(f"  of unfilled templates: {asked} questions, {confident} confident, a linked title in the context "
           f"for {answered}")
-    asked, confident, found, wanted = linked(conn, count, seed)
+    asked, confident, found, wanted, _ = linking(conn, LINKED, LINKED_SQL, count, seed)
     print(f"  links to unfilled templates: {asked} questions, {confident} confident, {found} of the {wanted} linking "
           f"titles in their contexts")
-    asked, confident, found, wanted, whole = members(conn, count, seed)
+    asked, confident, found, wanted, whole = linking(conn, MEMBERS, MEMBERS_SQL, count, seed)
     print(f"  people linking to a note, asked as a list: {asked} questions, {confident} confident, {found} of the "
           f"{wanted} people in their contexts, all of them in {whole}")
     asked, confident, answered = fields(conn, count, seed)
