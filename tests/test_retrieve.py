@@ -708,6 +708,33 @@ def test_the_second_round_reads_no_date_field(tmp_path):
     assert "vault/Factions/Veilbound Circle" in bridged and "vault/Calendar/Dawnmarch" not in bridged
 
 
+def test_the_second_round_reads_the_bridge_chunks_line_closest_to_the_question(tmp_path):
+    """A stat block opens with 80-odd words of layout, size and level; the line that names what the question asks
+    next ("When the escalation die reaches 6…", 13th Age ta40) came after the 60 words the second round read."""
+    from datasette_okf.retrieve import BRIDGE_WORDS, bridge_words
+    from datasette_okf.store import build
+
+    from .conftest import write_bundle
+
+    layout = "\n".join(f"field{n}: value {n} of the layout" for n in range(20))
+    root = write_bundle(tmp_path / "vault", {
+        "Bestiary/Chaos Glorp.md": f"```statblock\n{layout}\n- name: Spontaneous chaos\n  desc: When the escalation "
+                                   "die reaches 6, the chaos glorp rolls a normal save and turns into a beast.\n```\n",
+        "Rules/Escalation Die.md": "The escalation die starts at 1 in the second round and goes up by 1 each round.\n",
+    })
+    build([root], tmp_path / "v.db", embed=False)
+    question = "When can a chaos glorp first roll to turn into something bigger?"
+    result = context_for(tmp_path / "v.db", question)
+    assert result["seeds"][0]["id"] == "vault/Bestiary/Chaos Glorp"
+    read = result["params"]["bridge"]["bridge"]
+    assert read.endswith("When the escalation die reaches 6, the chaos glorp rolls a normal save and turns into a beast.")
+    assert "vault/Rules/Escalation Die" in [s["id"] for s in result["seeds"] if s["bridged_from"]]
+    short = "The glorp rolls a save.\nIts oozespasm hurts."  # the closest line already read: read once
+    assert bridge_words("What does the glorp roll?", short) == " ".join(short.split())
+    long = " ".join(["word"] * 100)
+    assert bridge_words("What does the glorp roll?", long) == " ".join(["word"] * BRIDGE_WORDS)
+
+
 def test_the_second_round_names_notes_of_the_bridge_chunks_own_bundle(tmp_path):
     """OKF §2: a bundle is self-contained, so a name in its note is its own. With four catalogs in one database,
     a Bitcoin block's "miner fee revenue" named Acme's metric "Revenue", and the LLM was handed Acme's revenue
