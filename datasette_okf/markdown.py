@@ -205,6 +205,7 @@ _EMPTY_ROW = re.compile(r"^(?:\*\*[^*|]*\*\*|[^|]{0,40})?[\s|]*\|[\s|:-]*$")
 _DATAVIEW_QUERY = re.compile(r"^(?:TABLE|LIST|TASK|CALENDAR)\b.*$|^(?:FROM|WHERE|SORT|GROUP BY|FLATTEN|LIMIT)\s+\S.*$")
 _FENCE_LINE = re.compile(r"^[ \t>]*(`{3,}|~{3,})")
 _HAS_WORD = re.compile(r"\w")
+_CELL_PADDING = re.compile(r"(?<=\S)[ \t]{2,}")  # spaces that line a table's columns up in the file
 
 
 def shown_text(inner: str) -> str:
@@ -227,7 +228,7 @@ def readable(body: str, title: str | None = None) -> str:
     Removed: plugin fences (dataview, meta-bind, custom-frames…), Meta Bind `INPUT[…]`/`VIEW[…]`/`BUTTON[…]`,
     Dataview inline queries and bare query lines, Templater `<% %>`, comments, script/style/iframe HTML, tags
     (their text kept), quote and callout markers (the callout's title kept), table rules and empty rows,
-    embeds and Obsidian block ids. Kept as text: links as their shown text, Dataview fields `key:: value` as
+    the spaces that pad table cells to one width, embeds and Obsidian block ids. Kept as text: links as their shown text, Dataview fields `key:: value` as
     "key: value", other fenced code. A heading made only of markup becomes `title` (or is dropped).
     Used for chunks, descriptions, full-text search and what the LLM reads; the file is never changed.
     """
@@ -350,6 +351,8 @@ def _readable_line(line: str, title: str | None) -> list[str]:
             continue
         if part.strip() and not _HAS_WORD.search(part):
             continue  # only punctuation left: `""`, `**`, `|  |`
+        if part.lstrip().startswith("|"):  # a table row, as rendered: one space between words and bars
+            part = _CELL_PADDING.sub(" ", part)
         kept.append(part)
     return kept if any(p.strip() for p in kept) else ([""] if not line.strip() else [])
 

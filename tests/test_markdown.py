@@ -242,6 +242,17 @@ def test_a_table_with_no_filled_row_is_left_out_header_and_all_and_a_filled_one_
     assert readable(body) == "## Services\n| Service | Cost |\n| Healing | 50 gp |"
 
 
+def test_a_table_comes_without_the_spaces_that_pad_its_cells():
+    """13th Age's class tables pad every cell to the widest one: a Chaos Mage row of 50 words was 435 characters,
+    155 of them padding, that the budget counted and the LLM was handed (3.5 % of that vault's text). Rendered, a
+    table has one space between a word and a bar; code keeps its spaces as written."""
+    body = ("| Level | Effect                       |\n| ----- | ---------------------------- |\n"
+            "| 23–24 | Thunder, and the next miss   |\n\n```statblock\nname:    \"Glorp\"\n```\n"
+            "Two  spaces in prose stay.\n")
+    assert readable(body) == ("| Level | Effect |\n| 23–24 | Thunder, and the next miss |\n\n"
+                              "```statblock\nname:    \"Glorp\"\n```\nTwo  spaces in prose stay.")
+
+
 def test_a_statblock_shows_its_links_as_their_text():
     body = "```statblock\nname: \"Nalfeshnee\"\ndesc: \"gate in 2d4 [[Hooked-Demon|hooked demons]]\"\n```"
     assert readable(body) == "```statblock\nname: \"Nalfeshnee\"\ndesc: \"gate in 2d4 hooked demons\"\n```"
