@@ -228,8 +228,9 @@ def readable(body: str, title: str | None = None) -> str:
     Removed: plugin fences (dataview, meta-bind, custom-frames…), Meta Bind `INPUT[…]`/`VIEW[…]`/`BUTTON[…]`,
     Dataview inline queries and bare query lines, Templater `<% %>`, comments, script/style/iframe HTML, tags
     (their text kept), quote and callout markers (the callout's title kept), table rules and empty rows,
-    the spaces that pad table cells to one width, embeds and Obsidian block ids. Kept as text: links as their shown text, Dataview fields `key:: value` as
-    "key: value", other fenced code. A heading made only of markup becomes `title` (or is dropped).
+    the spaces that pad table cells to one width, embeds and Obsidian block ids. Kept as text: links as their
+    shown text, Dataview fields `key:: value` as "key: value", other fenced code. A heading made only of markup
+    becomes `title` (or is dropped).
     Used for chunks, descriptions, full-text search and what the LLM reads; the file is never changed.
     """
     text = _RAW_HTML_BLOCK.sub("", _TEMPLATER.sub("", drop_comments(body)))
