@@ -21,6 +21,7 @@ from .embed import EmbeddingError, canonical_id, embed_query
 from .graph import graph_expand, walk_arguments
 from .hamming import hamming_candidates
 from .markdown import slug
+from .per_build import PerBuild
 from .schema import IS_LOG, MAX_FILE_BYTES, NOT_A_SOURCE, folder_of, load_sqlite_vec, stored_model
 from .titles import MAX_QUESTION, TitleIndex, coverage, fts_query, names, nicknamed, number_after
 
@@ -95,6 +96,22 @@ def title_index(conn: Any) -> TitleIndex:
     return TitleIndex(names)
 
 
+def _build_of(conn: Any) -> tuple[str, str] | None:
+    """The file and its `built_at` stamp (each build that changes anything writes a new one), or None for a
+    database in memory or without the stamp: its title index is then its connection's own."""
+    path = conn.execute("select file from pragma_database_list where name = 'main'").fetchone()[0]
+    try:
+        built = conn.execute("select value from meta where key = 'built_at'").fetchone()
+    except Exception:  # noqa: BLE001 - no meta table: not a built database
+        return None
+    return (path, built[0]) if path and built else None
+
+
+# At 100k notes a title index is 65 MB and 1.3 s to make, and Datasette made one per reading thread: three copies
+# took its peak RSS to the edge of the 500 MB target (README, "Scale").
+TITLE_INDEXES = PerBuild(_build_of, title_index)
+
+
 COMMON_NAME_SHARE = 1 / 3  # of the notes: a name used this widely is one of the bundle's ordinary words
 COMMON_NAME_NOTES = 50  # and by at least this many: a small campaign names its hero in most notes, still a name
 
@@ -144,7 +161,7 @@ def prepare_connection(conn: Any) -> None:
         return json.dumps([concept_id for concept_id, _ in title_names(text)])
 
     def title_names(text: Any) -> list[tuple[str, str]]:
-        return current("titles", lambda: title_index(conn)).find(as_text(text))
+        return current("titles", lambda: TITLE_INDEXES.get(conn)).find(as_text(text))
 
     def okf_common_name(name: Any) -> int:
         verdicts = current("common_names", dict)
