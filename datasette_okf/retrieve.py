@@ -733,13 +733,14 @@ def bridge_words(question: str, chunk: str) -> str:
 
 def _walk_strengths(seeds: list[Seed]) -> dict[str, float]:
     """How much each seed's neighbours are worth to the walk and the budget: its score, but for a second-round note
-    the place below every first-round seed whatever its own place (_bridged_scores): it is a strong lead itself,
-    its neighbours are two steps from the question (lifting them too cost the example's linked-note tier 0.95 ->
-    0.90)."""
+    the place below every first-round seed whatever its own place (_bridged_scores), halved once more (WALK_SHARE):
+    it is a strong lead itself, its neighbours are two steps from the question, the chunk that named it and a link
+    (lifting them cost the example's linked-note tier 0.95 -> 0.90; unhalved, 13th Age's Hit Points, named by the
+    Full Heal-ups chunk, put Death and Dying before Flee, the link of Full Heal-ups that ta25 needed)."""
     first = [s for s in seeds if not s.bridged_from]
     bridged = [s for s in seeds if s.bridged_from]
     return {**{s.id: s.rrf for s in first},
-            **{s.id: score for s, score in zip(bridged, _below_first_round(first, len(bridged)))}}
+            **{s.id: score * WALK_SHARE for s, score in zip(bridged, _below_first_round(first, len(bridged)))}}
 
 
 def _bridged_scores(seeds: list[Seed], count: int) -> list[float]:

@@ -9,7 +9,7 @@ from datasette.cli import cli
 from datasette_okf import context_for
 from datasette_okf.evaluate import evaluate, load_golden
 from datasette_okf.options import MODES
-from datasette_okf.retrieve import TITLE_SQL, WALK_EXTRA, WALK_FLOOR, classify_intent, connection
+from datasette_okf.retrieve import TITLE_SQL, WALK_EXTRA, WALK_FLOOR, WALK_SHARE, classify_intent, connection
 
 from .conftest import ROOT, write_bundle
 
@@ -643,8 +643,9 @@ def test_a_second_round_through_the_top_seeds_best_chunk_adds_what_the_question_
     scores = [first_round[0]["rrf"], *(s["rrf"] for s in bridged), first_round[1]["rrf"]]
     assert scores == sorted(scores, reverse=True) and len(set(scores)) == len(scores)
     assert [n["id"] for n in result["nodes"]][1] == bridged[0]["id"]
-    strengths = json.loads(result["params"]["walk"]["seed_strengths"])  # its neighbours stay a second-round lead's
-    assert all(strengths[s["id"]] < min(f["rrf"] for f in first_round) for s in bridged)
+    strengths = json.loads(result["params"]["walk"]["seed_strengths"])  # its neighbours stay a second-round lead's,
+    assert all(strengths[s["id"]] < WALK_SHARE * min(f["rrf"] for f in first_round) for s in bridged)  # 2 steps out
+    assert all(strengths[f["id"]] == f["rrf"] for f in first_round)
     unnamed = context_for(campaign_db, "Who secretly pays off the harbour sergeants?")  # names no note
     below = [s for s in unnamed["seeds"] if s["bridged_from"]]
     assert below and not unnamed["seeds"][0]["ranks"]["title"]
