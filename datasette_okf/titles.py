@@ -23,6 +23,12 @@ STOPWORDS = frozenset(
 )
 
 
+PREPOSITIONS = frozenset(["about", "above", "across", "after", "against", "among", "around", "at", "before", "behind",
+                          "below", "beneath", "beside", "beyond", "by", "down", "during", "for", "from", "in", "into",
+                          "near", "of", "off", "on", "onto", "out", "over", "past", "since", "through", "to", "toward",
+                          "towards", "under", "until", "up", "upon", "with", "within", "without"])
+
+
 def words(text: str) -> list[str]:
     return _WORD.findall(text.casefold())
 
@@ -277,10 +283,14 @@ class TitleIndex:
 
         A weak name — only numbers, or one character — is never matched: in a question it is nearly always
         part of something else ("Group 1's notes", "sessions 6 to 8" name no note called "1" or "8"). Such
-        notes still come by their words and their meaning (BM25, vectors)."""
+        notes still come by their words and their meaning (BM25, vectors). A name that opens with a preposition
+        matches only where the text capitalises one of its words: "How did that escalate in session 9?" is
+        words, not the Thellade GM's checklist "In Session"; "behind the orc" seeds no title "Behind" (13th Age's rule
+        on positions still comes by its words and meaning)."""
         folded = text.casefold()
         spans = [(match.start(), match.end()) for match in _WORD.finditer(folded)]
         tokens = [folded[a:b] for a, b in spans]
+        written = [text[a:b] for a, b in spans] if len(folded) == len(text) else None  # as typed, where it lines up
         hits: list[tuple[int, int, str, str]] = []
         for start, token in enumerate(tokens):
             for n in self.lengths.get(token, ()):
@@ -288,6 +298,8 @@ class TitleIndex:
                     continue
                 key = tuple(tokens[start : start + n])
                 ids = self.by_tokens.get(key)
+                if key[0] in PREPOSITIONS and written and not any(w[:1].isupper() for w in written[start:start + n]):
+                    continue
                 if ids and not (skip and key in skip) and not _inside_compound(folded, spans[start][0],
                                                                                spans[start + n - 1][1]):
                     for concept_id in sorted(ids):

@@ -147,6 +147,18 @@ def test_a_name_that_is_only_a_number_or_one_letter_is_never_matched():
     assert index.find("What did Session 8 reveal?") == [("s8", "session 8")]  # a longer name still matches
 
 
+def test_a_name_opening_with_a_preposition_is_matched_only_where_the_text_capitalises_it():
+    """Thellade's GM checklist "In Session" was the first title seed of four golden questions ("How did that
+    escalate in session 9?"); 13th Age has a rule on positions called "Behind". Written as a name, either still
+    names its note."""
+    index = TitleIndex([("gm", "In Session"), ("talent", "Behind"), ("film", "Around the World in 80 Days"),
+                        ("rule", "Hit Points")])
+    assert index.find("Group 3's session 8 ends with the Embermoon rising. How did that escalate in session 9?") == []
+    assert index.find("I hide behind the orc with no hit points left") == [("rule", "hit points")]  # not prepositional
+    assert index.find("What is on the In Session checklist?") == [("gm", "in session")]
+    assert index.find("Who starred in Around the World in 80 Days?") == [("film", "around the world in 80 days")]
+
+
 def test_names_are_the_capitalised_words_that_do_not_start_a_sentence():
     assert names("How do I add a clustering key to a Snowflake table?") == ["Snowflake"]
     assert names("The locals said so. Roughly how long? Who knows: Nobody") == []  # sentence starts
