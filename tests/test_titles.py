@@ -159,6 +159,20 @@ def test_a_name_opening_with_a_preposition_is_matched_only_where_the_text_capita
     assert index.find("Who starred in Around the World in 80 Days?") == [("film", "around the world in 80 days")]
 
 
+def test_a_one_word_name_without_its_qualifier_is_matched_only_where_the_text_capitalises_it():
+    """hotpotqa-mini's "Band (rock and pop)" was a title seed of 13 questions ("Which band was formed first…"),
+    "The Pianist (memoir)" of "the pianist who recorded…". Capitalised, or written whole, or longer than one word
+    ("the harbour charter" for the example's "Harbour Charter (Second, 1340)"), it is still a name."""
+    index = TitleIndex([("band", "Band (rock and pop)"), ("memoir", "The Pianist (memoir)"),
+                        ("planet", "Mercury (planet)"), ("charter", "Harbour Charter (Second, 1340)"), ("hook", "Hook")])
+    assert index.find("Which band was formed first, The Exies or Circus Diablo?") == []
+    assert index.find("When was the pianist who recorded it born?") == []
+    assert index.find("Who captained the hook-less ship, and who is captain hook?") == [("hook", "hook")]  # as written
+    assert index.find("How far is Mercury from the sun?") == [("planet", "mercury")]
+    assert index.find("Who wrote The Pianist?") == [("memoir", "the pianist")]
+    assert index.find("What did the harbour charter set aside?") == [("charter", "harbour charter")]
+
+
 def test_names_are_the_capitalised_words_that_do_not_start_a_sentence():
     assert names("How do I add a clustering key to a Snowflake table?") == ["Snowflake"]
     assert names("The locals said so. Roughly how long? Who knows: Nobody") == []  # sentence starts
