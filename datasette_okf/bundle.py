@@ -31,7 +31,7 @@ from .markdown import decode, heading, headings, is_binary, mask_code, readable,
 from .schema import MAX_FILE_BYTES, TIMELINE, is_derived_timeline
 from .titles import TitleIndex, words
 
-PARSER_VERSION = "20"  # bump when parsing changes, so unchanged files are re-read
+PARSER_VERSION = "21"  # bump when parsing changes, so unchanged files are re-read
 RESERVED = {"index.md", "log.md"}  # OKF §3.1
 LOG_TYPE = "Log"  # the type of a log.md note (OKF §9) that does not give one
 

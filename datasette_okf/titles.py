@@ -310,6 +310,8 @@ class TitleIndex:
                 ids = self.by_tokens.get(key)
                 if ids and written and not any(w[:1].isupper() for w in written[start:start + n]):
                     ids = set() if key[0] in PREPOSITIONS else ids - self.bare.get(key, set())
+                elif ids and written and key in self.bare and _in_longer_name(text, written, spans, start, start + n):
+                    ids = ids - self.bare[key]
                 if ids and not (skip and key in skip) and not _inside_compound(folded, spans[start][0],
                                                                                spans[start + n - 1][1]):
                     for concept_id in sorted(ids):
@@ -321,6 +323,15 @@ class TitleIndex:
                 seen.add(concept_id)
                 found.append((concept_id, name))
         return found
+
+
+def _in_longer_name(text: str, written: list[str], spans: list[tuple[int, int]], start: int, end: int) -> bool:
+    """written[start:end] is one word of a longer capitalised name: "United" in "United States" or "Leeds United"
+    (a word opening a sentence is capitalised anyway, and is not counted)."""
+    after = end < len(written) and written[end][:1].isupper() and not text[spans[end - 1][1]:spans[end][0]].strip()
+    before = start > 0 and written[start - 1][:1].isupper() and not text[spans[start - 1][1]:spans[start][0]].strip() \
+        and text[:spans[start - 1][0]].rstrip()[-1:] not in ("", *_SENTENCE_END)
+    return after or before
 
 
 def _inside_compound(text: str, start: int, end: int) -> bool:

@@ -173,6 +173,18 @@ def test_a_one_word_name_without_its_qualifier_is_matched_only_where_the_text_ca
     assert index.find("What did the harbour charter set aside?") == [("charter", "harbour charter")]
 
 
+def test_a_one_word_name_without_its_qualifier_is_not_a_word_of_a_longer_name():
+    """hotpotqa-mini's "United (Marian Gold album)" was a title seed of 10 questions through "United States",
+    "United Kingdom" or "Leeds United". A word opening the sentence does not make a longer name."""
+    index = TitleIndex([("album", "United (Marian Gold album)"), ("game", "Medici (board game)"),
+                        ("mag", "Pick Me Up (magazine)")])
+    assert index.find("Who assassinated the 20th President of the United States?") == []
+    assert index.find("Who replaced the manager that began at Leeds United?") == []
+    assert index.find("Which album is United, by Marian Gold?") == [("album", "united")]
+    assert index.find("Are Medici and Senet both board games?") == [("game", "medici")]  # "Are" opens the sentence
+    assert index.find("Are both magazines, the Woman's Viewpoint and Pick Me Up, British?") == [("mag", "pick me up")]
+
+
 def test_names_are_the_capitalised_words_that_do_not_start_a_sentence():
     assert names("How do I add a clustering key to a Snowflake table?") == ["Snowflake"]
     assert names("The locals said so. Roughly how long? Who knows: Nobody") == []  # sentence starts
