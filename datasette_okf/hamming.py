@@ -36,7 +36,8 @@ def _words(packed: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(packed).view(np.uint64)
 
 
-LOAD_BATCH = 8192  # rows read at a time into arrays made once (400,280 rows as tuples first: +100 MB peak at 100k)
+LOAD_BATCH = 8192  # rows read at a time into arrays made once (400,280 rows as tuples first: peak +135 MB, now +53;
+# benchmarks/per_build.py at 100k notes)
 
 
 def _load(conn: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -88,7 +89,7 @@ def hamming_candidates(conn: Any, query: bytes, count: int) -> list[int]:
     # the bit order of sqlite-vec's vec_quantize_binary(): dimension i is bit i % 8 of byte i // 8
     bits = _words(np.packbits(np.frombuffer(query, dtype=np.float32) > 0, bitorder="little")[None, :])[0]
     # a word at a time: one XOR of every code at once was a 19 MB temporary a question at 100k notes (400,280 chunks),
-    # which the allocator kept, and slower (3.4 against 2.7 ms)
+    # which the allocator kept, and slower (p50 4.7-5.1 against 3.5-3.7 ms, benchmarks/per_build.py)
     distances = np.zeros(codes.shape[1], dtype=np.int32)
     for word, bit in zip(codes, bits):
         distances += np.bitwise_count(word ^ bit)

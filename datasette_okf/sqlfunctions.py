@@ -107,8 +107,8 @@ def _build_of(conn: Any) -> tuple[str, str] | None:
     return (path, built[0]) if path and built else None
 
 
-# At 100k notes a title index is 65 MB and 1.3 s to make, and Datasette made one per reading thread: three copies
-# took its peak RSS to the edge of the 500 MB target (README, "Scale").
+# At 100k notes a title index is 70 MB and 1.3 s to make (benchmarks/per_build.py), and Datasette made one per
+# reading thread: three copies took its peak RSS to the edge of the 500 MB target (README, "Scale").
 TITLE_INDEXES = PerBuild(_build_of, title_index)
 
 

@@ -38,7 +38,7 @@ def test_same_distances_as_sqlite_vec_bit_knn(campaign_db):
 
 def test_codes_read_a_few_rows_at_a_time_are_every_chunks_code(campaign_db, monkeypatch):
     """The codes are read in batches into arrays made once: 400,280 rows as Python tuples first took Datasette's
-    peak RSS at 100k notes up by 100 MB, to the edge of its 500 MB target (README, "Scale")."""
+    peak RSS at 100k notes up by 135 MB, to the edge of its 500 MB target (README, "Scale")."""
     from datasette_okf import hamming
 
     monkeypatch.setattr(hamming, "LOAD_BATCH", 7)

@@ -18,7 +18,7 @@ def _names(conn, text: str) -> list[str]:
 
 
 def test_connections_to_one_build_share_its_title_index_and_a_rebuild_makes_a_new_one(tmp_path):
-    """At 100k notes a title index is 65 MB and 1.3 s to make: one per reading thread took Datasette's peak RSS to
+    """At 100k notes a title index is 70 MB and 1.3 s to make: one per reading thread took Datasette's peak RSS to
     the edge of its 500 MB target. An open connection still sees the next build's titles."""
     bundle = write_bundle(tmp_path / "b", {"Maren Holt.md": "# Maren Holt\nCaptain of the Gull.\n"})
     db = tmp_path / "b.db"
