@@ -268,21 +268,23 @@ class TitleIndex:
     """Concept names (titles and aliases) by token sequence, for finding them in text."""
 
     def __init__(self, names: Iterable[tuple[str, str]]):
-        self.by_tokens: dict[tuple[str, ...], set[str]] = defaultdict(set)
-        as_written: dict[tuple[str, ...], set[str]] = defaultdict(set)  # the ids a key is a name of as written
+        self.by_tokens: dict[tuple[str, ...], set[str]] = defaultdict(set)  # names as written, then the bare ones
+        unqualified: dict[tuple[str, ...], set[str]] = defaultdict(set)  # names with their qualifier dropped (few)
         for concept_id, name in names:
             for nth, spoken in enumerate(spoken_names(name)):
                 tokens = tuple(words(spoken))
                 if tokens and not all(t in STOPWORDS for t in tokens) and not _weak(tokens):
-                    self.by_tokens[tokens].add(concept_id)
-                    if nth == 0:
-                        as_written[tokens].add(concept_id)
+                    (self.by_tokens if nth == 0 else unqualified)[tokens].add(concept_id)
         # a one-word name with its qualifier dropped ("Band (rock and pop)" as "band", "The Pianist (memoir)")
         # names its note only where the text capitalises it: lower case, it is the common noun the qualifier told
         # apart (hotpotqa-mini: "Which band was formed first…", 13 questions). Longer ones are names either way:
         # "the harbour charter" is the example's "Harbour Charter (Second, 1340)".
-        self.bare = {tokens: ids - as_written[tokens] for tokens, ids in self.by_tokens.items()
-                     if ids - as_written[tokens] and sum(t not in STOPWORDS for t in tokens) == 1}
+        self.bare: dict[tuple[str, ...], set[str]] = {}
+        for tokens, ids in unqualified.items():
+            only = ids - self.by_tokens.get(tokens, set())
+            self.by_tokens[tokens] |= ids
+            if only and sum(t not in STOPWORDS for t in tokens) == 1:
+                self.bare[tokens] = only
         self.lengths: dict[str, set[int]] = defaultdict(set)  # first token -> name lengths
         for tokens in self.by_tokens:
             self.lengths[tokens[0]].add(len(tokens))
