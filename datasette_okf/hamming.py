@@ -18,14 +18,13 @@ from typing import Any
 
 import numpy as np
 
-from .per_build import PerBuild
+from .per_build import PerBuild, build_of
 
 
 def _state(conn: Any) -> tuple:
-    path = conn.execute("select file from pragma_database_list where name = 'main'").fetchone()[0]
-    built = conn.execute("select value from meta where key = 'built_at'").fetchone()
+    """The build, and its largest chunk id: a build still embedding commits vectors under one stamp."""
     top = conn.execute("select coalesce(max(id), 0) from chunk_floats").fetchone()[0]
-    return (path or id(conn), built[0] if built else None, top)
+    return (build_of(conn) or id(conn), top)
 
 
 def _words(packed: np.ndarray) -> np.ndarray:

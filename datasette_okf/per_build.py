@@ -15,6 +15,17 @@ from typing import Any, Generic, TypeVar
 T = TypeVar("T")
 
 
+def build_of(conn: Any) -> tuple[str, str] | None:
+    """The file and its `built_at` stamp (each build that changes anything writes a new one), or None for a
+    database in memory or without the stamp."""
+    path = conn.execute("select file from pragma_database_list where name = 'main'").fetchone()[0]
+    try:
+        built = conn.execute("select value from meta where key = 'built_at'").fetchone()
+    except Exception:  # noqa: BLE001 - no meta table: not a built database
+        return None
+    return (path, built[0]) if path and built else None
+
+
 class PerBuild(Generic[T]):
     """`make(conn)` once per state of a file (`state(conn)`; None: not shared), the last `keep` states kept."""
 

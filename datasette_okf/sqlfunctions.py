@@ -21,7 +21,7 @@ from .embed import EmbeddingError, canonical_id, embed_query
 from .graph import graph_expand, walk_arguments
 from .hamming import hamming_candidates
 from .markdown import slug
-from .per_build import PerBuild
+from .per_build import PerBuild, build_of
 from .schema import IS_LOG, MAX_FILE_BYTES, NOT_A_SOURCE, folder_of, load_sqlite_vec, stored_model
 from .titles import MAX_QUESTION, TitleIndex, coverage, fts_query, names, nicknamed, number_after
 
@@ -96,20 +96,9 @@ def title_index(conn: Any) -> TitleIndex:
     return TitleIndex(names)
 
 
-def _build_of(conn: Any) -> tuple[str, str] | None:
-    """The file and its `built_at` stamp (each build that changes anything writes a new one), or None for a
-    database in memory or without the stamp: its title index is then its connection's own."""
-    path = conn.execute("select file from pragma_database_list where name = 'main'").fetchone()[0]
-    try:
-        built = conn.execute("select value from meta where key = 'built_at'").fetchone()
-    except Exception:  # noqa: BLE001 - no meta table: not a built database
-        return None
-    return (path, built[0]) if path and built else None
-
-
 # At 100k notes a title index is 70 MB and 1.3 s to make (benchmarks/per_build.py), and Datasette made one per
 # reading thread: three copies took its peak RSS to the edge of the 500 MB target (README, "Scale").
-TITLE_INDEXES = PerBuild(_build_of, title_index)
+TITLE_INDEXES = PerBuild(build_of, title_index)  # a database in memory: its connection's own
 
 
 COMMON_NAME_SHARE = 1 / 3  # of the notes: a name used this widely is one of the bundle's ordinary words
