@@ -13,6 +13,9 @@ vectors), then runs `datasette_okf.evaluate` on it. The sets:
   (acme_retail, crypto_bitcoin, ga4, stackoverflow), with adversarial questions that share their vocabulary
 - hotpotqa, hotpotqa-mentions: hotpotqa-mini's questions (two supporting notes each), built without and with
   --link-mentions
+- thellade-check, 13th-age-check: benchmarks/golden/check/*.json, 32 more questions on each real vault, written at
+  issue 17's stop 36 by sessions that saw only the notes (never the retriever's results), on the same databases as
+  thellade and 13th-age; their first run measured how far the tuning on the other sets carries to new questions
 
 musique-mini is the held-out test set: this script never touches it.
 """
@@ -53,6 +56,8 @@ def sets(shared: Path) -> dict[str, tuple[list[Path], list[dict], dict]]:
         "okf-samples": (okf_samples, golden("okf-samples"), {}),
         "hotpotqa": ([corpora / "hotpotqa-mini" / "notes"], hotpotqa, {}),
         "hotpotqa-mentions": ([corpora / "hotpotqa-mini" / "notes"], hotpotqa, {"link_mentions": True}),
+        "thellade-check": ([corpora / "thellade-campaign-vault" / "vault"], golden("check/thellade-check"), {}),
+        "13th-age-check": ([corpora / "13th-age-srd-vault" / "vault"], golden("check/13th-age-check"), {}),
     }
 
 
@@ -64,7 +69,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--shared", default=str(ROOT.parent / "shared"))
     parser.add_argument("--work", default="build/golden")
-    parser.add_argument("--sets", default="examples,examples-mentions,thellade,13th-age,okf-samples,hotpotqa,hotpotqa-mentions")
+    parser.add_argument("--sets", default="examples,examples-mentions,thellade,13th-age,okf-samples,hotpotqa,hotpotqa-mentions,thellade-check,"
+                        "13th-age-check")
     parser.add_argument("--modes", default=MODES)
     parser.add_argument("--by-question", action="store_true")
     parser.add_argument("--save", help="write the whole report as JSON here")
@@ -77,7 +83,7 @@ def main() -> None:
     reports = {}
     for name in args.sets.split(","):
         folders, questions, options = available[name]
-        db = work / f"{name}.db"
+        db = work / f"{name.removesuffix('-check')}.db"  # a check set asks the database its vault is built into
         plain = work / f"{name.removesuffix('-mentions')}.db"
         if options.get("link_mentions") and not db.exists() and plain.exists():
             shutil.copyfile(plain, db)  # the same notes: reuse their vectors
