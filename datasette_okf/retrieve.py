@@ -43,6 +43,7 @@ from .titles import (
     STOPWORDS,
     asks_for_list,
     besides,
+    carries,
     coverage,
     end_asked,
     kinds_asked,
@@ -575,7 +576,7 @@ def _missing_member(query: Query, fused: list[dict[str, Any]]) -> str | None:
     names = [_file_name(row["path"]) for row in query.run("members", SERIES_MEMBERS_SQL, params)]
     for word, number in pairs:
         others = {n for w, n in pairs if w != word}
-        members = {number_after(name, word) for name in names if _carries(name, word, others)}
+        members = {number_after(name, word) for name in names if carries(name, word, others)}
         if members and number not in members:
             return f"the question names {word} {number}, and its series has {word} {', '.join(map(str, sorted(members)))} only"
     return None
@@ -583,17 +584,6 @@ def _missing_member(query: Query, fused: list[dict[str, Any]]) -> str | None:
 
 def _file_name(path: str) -> str:
     return path.rsplit("/", 1)[-1].removesuffix(".md")
-
-
-def _carries(name: str, word: str, others: set[int]) -> bool:
-    """Whether a series member's file name has a number after `word` and one of `others` besides it: "Campaign 6 -
-    Session 07 - …" carries 6 besides its session number, so it is the series of "Group 6's session 9"."""
-    own = number_after(name, word)
-    if own is None:
-        return False
-    rest = [int(n) for n in re.findall(r"\d+", name)]
-    rest.remove(own)
-    return bool(others & set(rest))
 
 
 UNKNOWN_NAMES_SQL = """
@@ -938,19 +928,22 @@ union all
 select id, after, before, 'adjacent', null from adjacent where :ends
 {named_rows}order by role desc, id"""
 _NAMED_CTES = """,
-pairs as (  -- the [word, number] pairs the question names (titles.numbered): "session 9"
-  select value as pair, json_extract(value, '$[0]') as word, json_extract(value, '$[1]') as number
+pairs as (  -- the [word, number] pairs the question names (titles.numbered): "session 9", and the question's
+  -- numbers after its other words: "Group 1's session 8" is group 1's
+  select value as pair, json_extract(value, '$[0]') as word, json_extract(value, '$[1]') as number,
+    json_extract(:others, '$."' || json_extract(value, '$[0]') || '"') as others
   from json_each(:named)
 ),
 found_numbers as materialized (  -- the numbers the notes found carry after each of those words
   select words.word, okf_number_after(concepts.title, words.word) as in_title,
-    okf_number_after(concepts.path, words.word) as in_path
-  from members join concepts on concepts.id = members.id join (select distinct word from pairs) as words
+    okf_number_after(concepts.path, words.word) as in_path,
+    words.others is null or okf_carries(concepts.path, words.word, words.others) as theirs
+  from members join concepts on concepts.id = members.id join (select distinct word, others from pairs) as words
 ),
-unmet as (  -- the pairs no note found answers
+unmet as (  -- the pairs no note found answers: another group's session 8 does not
   select pairs.* from pairs
   where not exists (select 1 from found_numbers
-                    where found_numbers.word = pairs.word and pairs.number in (in_title, in_path))
+                    where found_numbers.word = pairs.word and pairs.number in (in_title, in_path) and theirs)
 ),
 reach(start, id, steps, direction) as (  -- each found note's series, SERIES_REACH notes either way, when named
   select id, id, 0, 1 from members where exists (select 1 from unmet)
@@ -1036,7 +1029,8 @@ def series(query: Query, nodes: list[Node]) -> list[Node]:
     score = {n.id: n.score for n in nodes}
     params = {"nodes": json.dumps(list(score)), "max_gap": SERIES_GAP + 1,
               "ends": int(bool(_SEQUENCE_QUESTION.search(query.question))),
-              "named": json.dumps(numbered(query.question)), "reach": SERIES_REACH}
+              "named": json.dumps(numbered(query.question)), "others": json.dumps(_other_numbers(query.question)),
+              "reach": SERIES_REACH}
     rows = query.run("series", SERIES_SQL if params["named"] != "[]" else SERIES_UNNAMED_SQL, params)
     query.know([row["id"] for row in rows])
     best = _best_per_pair([row for row in rows if row["role"] == "named"], score, query)
@@ -1077,6 +1071,14 @@ def series(query: Query, nodes: list[Node]) -> list[Node]:
     return _marked_stale(query, list(added.values()))
 
 
+def _other_numbers(question: str) -> dict[str, list[int]]:
+    """For each word the question numbers, the numbers it puts after its other words: "Group 1's session 8" ->
+    {"session": [1], "group": [8]}; a word alone has none, and is left out."""
+    pairs = numbered(question)
+    others = {word: sorted({n for w, n in pairs if w != word}) for word, _ in pairs}
+    return {word: numbers for word, numbers in others.items() if numbers}
+
+
 def _asked_end(query: Query, nodes: list[Node]) -> tuple[str, str, str] | None:
     """(the member at the end of a series the question asks for, "last" or "first", the member it was reached from),
     from the found member whose file name carries the question's other number ("the last session of Campaign 6":
@@ -1089,7 +1091,7 @@ def _asked_end(query: Query, nodes: list[Node]) -> tuple[str, str, str] | None:
     members = [n for n in nodes if number_after(n.concept["path"], word) is not None]
     if not members:
         return None
-    start = max(members, key=lambda n: (_carries(_file_name(n.concept["path"]), word, others), n.score))
+    start = max(members, key=lambda n: (carries(_file_name(n.concept["path"]), word, others), n.score))
     rows = query.run("series_end", SERIES_END_SQL, {"start": start.id, "towards": towards, "most": SERIES_MOST})
     query.know([row["id"] for row in rows])
     return rows[0]["id"], towards, start.id
@@ -1109,7 +1111,7 @@ def _best_named(rows: list[dict[str, Any]], pair: str, score: dict[str, float], 
     word = json.loads(pair)[0]
     others = {number for other, number in pairs if other != word}
     return max((row for row in rows if row["pair"] == pair),
-               key=lambda row: (_carries(_file_name(query.concepts[row["id"]]["path"]), word, others),
+               key=lambda row: (carries(_file_name(query.concepts[row["id"]]["path"]), word, others),
                                 score[row["after"]]))
 
 

@@ -23,7 +23,7 @@ from .hamming import hamming_candidates
 from .markdown import slug
 from .per_build import PerBuild, build_of
 from .schema import IS_LOG, MAX_FILE_BYTES, NOT_A_SOURCE, folder_of, load_sqlite_vec, stored_model
-from .titles import MAX_QUESTION, TitleIndex, coverage, fts_query, names, nicknamed, number_after
+from .titles import MAX_QUESTION, TitleIndex, carries, coverage, fts_query, names, nicknamed, number_after
 
 MAX_NOTE = MAX_FILE_BYTES  # characters: the largest text a build stores (okf_slug and okf_coverage read them)
 MAX_WALK_ARGUMENT = 1024 * 1024  # characters of graph_expand's seeds or options JSON: 100 ids, or the tie_ranks
@@ -177,6 +177,9 @@ def prepare_connection(conn: Any) -> None:
              deterministic=True)
     register("okf_coverage", (2,), lambda question, text: coverage(as_text(question), as_text(text)),
              ("question", MAX_QUESTION), ("text", MAX_NOTE), deterministic=True)
+    register("okf_carries", (3,), lambda name, word, others: int(others is not None and carries(
+                 as_text(name), as_text(word).casefold(), json.loads(as_text(others)))),
+             ("name", MAX_NOTE), ("word", MAX_QUESTION), ("others", MAX_QUESTION), deterministic=True)
     register("okf_number_after", (2,), lambda title, word: number_after(as_text(title), as_text(word).casefold()),
              ("title", MAX_NOTE), ("word", MAX_QUESTION), deterministic=True)
     register("okf_slug", (1,), lambda text: slug(as_text(text)), ("text", MAX_NOTE), deterministic=True)

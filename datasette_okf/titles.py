@@ -202,6 +202,18 @@ def number_after(name: str, word: str) -> int | None:
     return None
 
 
+def carries(name: str, word: str, others: Iterable[int]) -> bool:
+    """Whether a series member's file name (`name`: a title, or a path) has a number after `word` and one of
+    `others` besides it: "Campaign 6 - Session 07 - …" carries 6 besides its session number, so it is the series of
+    "Group 6's session 9"."""
+    own = number_after(name, word)
+    if own is None:
+        return False
+    rest = [int(n) for n in re.findall(r"\d+", name.rsplit("/", 1)[-1])]
+    rest.remove(own)
+    return bool(set(others) & set(rest))
+
+
 # A question that asks who or which of many ("Who are the members of the Red Runners?", "Which people can be found in
 # Kanda?") is answered by the notes linking to the one it names; a vault often keeps them as unfilled templates,
 # never offered as notes, whose frontmatter link is all they say (Thellade's sixteen Red Runners). Of those, the

@@ -356,10 +356,10 @@ def test_a_series_is_filled_in_between_the_sessions_found_and_extended_when_the_
 
     conn = connection(campaign_db)
     found = json.dumps(["campaign/sessions/session-02", "campaign/sessions/session-04"])
-    rows = conn.execute(SERIES_SQL, {"nodes": found, "max_gap": 4, "ends": 0, "named": "[]", "reach": 20}).fetchall()
+    rows = conn.execute(SERIES_SQL, {"nodes": found, "max_gap": 4, "ends": 0, "named": "[]", "others": "{}", "reach": 20}).fetchall()
     assert rows == [("campaign/sessions/session-03", "campaign/sessions/session-02", "campaign/sessions/session-04", "gap",
                      None)]
-    rows = conn.execute(SERIES_SQL, {"nodes": found, "max_gap": 4, "ends": 1, "named": "[]", "reach": 20}).fetchall()
+    rows = conn.execute(SERIES_SQL, {"nodes": found, "max_gap": 4, "ends": 1, "named": "[]", "others": "{}", "reach": 20}).fetchall()
     assert {(row[0], row[3]) for row in rows} == {("campaign/sessions/session-03", "gap"),
                                                    ("campaign/sessions/session-01", "end"),
                                                    ("campaign/sessions/session-05", "end")}
@@ -373,7 +373,7 @@ def test_a_series_is_filled_in_between_the_sessions_found_and_extended_when_the_
     assert plain["params"]["series"]["ends"] == 0  # not a question about what came next
     assert plain["sql"]["series"] == SERIES_UNNAMED_SQL  # names no session by number: the statement without that part
     rows = conn.execute(SERIES_UNNAMED_SQL, {"nodes": found, "max_gap": 4, "ends": 1}).fetchall()
-    assert rows == conn.execute(SERIES_SQL, {"nodes": found, "max_gap": 4, "ends": 1, "named": "[]",
+    assert rows == conn.execute(SERIES_SQL, {"nodes": found, "max_gap": 4, "ends": 1, "named": "[]", "others": "{}",
                                              "reach": 20}).fetchall()
     assert "end" not in {n["why"].get("role") for n in plain["nodes"]}
 
@@ -391,7 +391,7 @@ def test_a_question_about_how_a_stretch_went_takes_the_next_session_right_after_
     from datasette_okf.retrieve import SERIES_SQL, Node, _in_order
 
     found = json.dumps(["campaign/sessions/session-02", "campaign/sessions/session-03"])
-    rows = connection(campaign_db).execute(SERIES_SQL, {"nodes": found, "max_gap": 4, "ends": 1, "named": "[]", "reach": 20}).fetchall()
+    rows = connection(campaign_db).execute(SERIES_SQL, {"nodes": found, "max_gap": 4, "ends": 1, "named": "[]", "others": "{}", "reach": 20}).fetchall()
     assert {row[:4] for row in rows if row[3] == "adjacent"} == {
         ("campaign/sessions/session-03", "campaign/sessions/session-02", None, "adjacent"),
         ("campaign/sessions/session-02", None, "campaign/sessions/session-03", "adjacent")}
@@ -462,6 +462,32 @@ def test_a_session_the_question_names_by_number_comes_from_the_series_it_found(t
     # in the series of the weaker note found; without one, the series of the strongest note found
     assert best("In Group 3's session 9, who broke the glyph chains?") == c3s9
     assert best("Who slept at the old inn in session 9?") == c4s9
+
+
+def test_another_groups_session_of_that_number_does_not_answer_the_session_the_question_names(tmp_path):
+    """"At the murder site in session 7, Group 1 found a burned note … what does session 8 reveal?" (Thellade, a
+    question written after the tuning): Group 3's session 8 shares the question's words and was found, and it had
+    counted as "session 8", so Group 1's session 8, next to the session 7 found, was never looked up. A found note
+    answers "session 8" only when its file name carries the question's other number too (Campaign 1 - …)."""
+    from datasette_okf.store import build
+
+    text = {(1, 6): "Rain on the road.", (1, 7): "At the murder site Group 1 found a burned note.",
+            (1, 8): "Duskfall was the name of a ship.", (3, 7): "Rain on the market.",
+            (3, 8): "What does the burned note reveal? Nobody at the murder site could say."}
+    files = {f"Sessions/Campaign {c}/Campaign {c} - Session {n:02d} - Part {n}.md": f"---\ntitle: Part {c}{n}\n---\n{t}\n"
+             for (c, n), t in text.items()}
+    build([write_bundle(tmp_path / "vault", files)], tmp_path / "v.db", embed=False)
+    question = "At the murder site in session 7, Group 1 found a burned note. What does session 8 reveal?"
+    result = context_for(tmp_path / "v.db", question, mode="keyword")
+    nodes = {n["title"]: n for n in result["nodes"]}
+    assert {"Part 17", "Part 38"} <= set(nodes)  # found by their words
+    assert nodes["Part 18"]["via"] == ("series: named by the question, in the series of "
+                                       "vault/Sessions/Campaign 1/Campaign 1 - Session 07 - Part 7")
+    assert json.loads(result["params"]["series"]["others"]) == {"session": [1], "group": [7, 8]}
+    # one number only: whose session 8 it is, nothing says; the session 8 found answers it
+    alone = context_for(tmp_path / "v.db", "At the murder site, a burned note was found. What does session 8 reveal?",
+                        mode="keyword")
+    assert "Part 18" not in {n["title"] for n in alone["nodes"]}
 
 
 def test_a_session_the_question_names_that_the_walk_brought_follows_its_neighbour(tmp_path):

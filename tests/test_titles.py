@@ -6,6 +6,7 @@ from datasette_okf.titles import (
     TitleIndex,
     asks_for_list,
     besides,
+    carries,
     content_words,
     coverage,
     fts_query,
@@ -211,6 +212,17 @@ def test_the_number_after_a_word_is_read_from_a_title_or_a_file_name_whatever_it
     assert number_after("Campaign 4 -Session 06 - Whispers", "session") == 6
     assert number_after("When Memory Burns", "session") is None
     assert number_after("Session Zero", "session") is None
+
+
+def test_a_file_name_carries_the_questions_other_number_besides_its_own():
+    """"Group 3's session 9" is Campaign 3's: its file names carry 3 besides the session number; the folder's
+    numbers are not the file's, and a number that is the session's own does not count twice."""
+    path = "Session Notes/01 Campaign 01/Campaign 3 - Session 09 - When Memory Burns.md"
+    assert carries(path, "session", [3])
+    assert not carries(path, "session", [1])  # "01 Campaign 01" is the folder
+    assert not carries("Campaign 3 - Session 09", "session", [9])  # its own number
+    assert carries("Campaign 9 - Session 09", "session", [9])  # both
+    assert not carries("When Memory Burns", "session", [3])  # no number after the word
 
 
 def test_how_a_question_hedges_is_not_what_it_asks_about():
