@@ -1068,7 +1068,24 @@ def series(query: Query, nodes: list[Node]) -> list[Node]:
     # "Group 2's session 7": the walk brought session 7 from session 6, a seed, at half its score; it follows it
     answered = _best_per_pair([row for row in rows if row["role"] == "answered"], score, query)
     _in_order(nodes, [(row["after"], row["id"]) for row in answered.values()])
+    _lift_named(query, nodes)
     return _marked_stale(query, list(added.values()))
+
+
+def _lift_named(query: Query, nodes: list[Node]) -> None:
+    """A note found anywhere that the question names with both its numbers ("When Group 6 made port in session 8":
+    "Campaign 6 - Session 08 - …") comes right after the strongest note found, as a member named from its series
+    would: the lists had found it below the seeds, the budget's last note, and cut it for the notes of two other
+    groups' session 8. Its file name must carry the other number: with one number, whose session 8 it is, nothing
+    says."""
+    others = _other_numbers(query.question)
+    wanted = round(max(n.score for n in nodes) * SERIES_SHARE, 6)
+    for word, number in numbered(query.question):
+        named = [n for n in nodes if word in others and carries(n.concept["path"], word, others[word])
+                 and number in (number_after(n.concept["path"], word), number_after(n.concept["title"] or "", word))]
+        best = max(named, key=lambda n: n.score, default=None)
+        if best is not None and best.score < wanted:
+            best.score = wanted
 
 
 def _other_numbers(question: str) -> dict[str, list[int]]:

@@ -490,6 +490,27 @@ def test_another_groups_session_of_that_number_does_not_answer_the_session_the_q
     assert "Part 18" not in {n["title"] for n in alone["nodes"]}
 
 
+def test_a_session_found_anywhere_that_the_question_names_with_both_its_numbers_comes_right_after_the_best_note(tmp_path):
+    """"When Group 6 made port in session 8, an audience with the High Chancellor was prepared…" (a Thellade check
+    question): the walk brought Campaign 6's session 8 from an encounter note, last, and the budget cut it for two
+    other groups' session 8, which shared more of the question's words. Named with both its numbers, it now comes
+    right after the strongest note; with one number only nothing says whose session 8 it is."""
+    from datasette_okf.store import build
+
+    text = {(6, 8): "Port at last.", (3, 8): "An audience with the High Chancellor was prepared at port.",
+            (2, 8): "The High Chancellor prepared an audience; the party could win favour at the port."}
+    files = {f"Sessions/Campaign {c}/Campaign {c} - Session {n:02d} - Part {n}.md": f"---\ntitle: Part {c}{n}\n---\n{t}\n"
+             for (c, n), t in text.items()}
+    files["Chancellor.md"] = "---\ntitle: High Chancellor\n---\nRules the port. Prepared an audience for the party.\n"
+    build([write_bundle(tmp_path / "vault", files)], tmp_path / "v.db", embed=False)
+    question = "When Group 6 made port in session 8, an audience with the High Chancellor was prepared. What could the party win?"
+    nodes = context_for(tmp_path / "v.db", question, mode="keyword")["nodes"]
+    assert [n["title"] for n in nodes][:2] == [nodes[0]["title"], "Part 68"]
+    assert nodes[1]["score"] == round(nodes[0]["score"] * 0.99, 6)
+    alone = context_for(tmp_path / "v.db", question.replace("Group 6 made port", "the party made port"), mode="keyword")
+    assert [n["title"] for n in alone["nodes"]].index("Part 68") > 1
+
+
 def test_a_session_the_question_names_that_the_walk_brought_follows_its_neighbour(tmp_path):
     """"What happened in Group 2's session 7?" (Thellade): the question's words found session 6, and the walk
     brought session 7 over its `next` edge at half session 6's score, behind four weaker seeds. The question names
