@@ -66,7 +66,7 @@ where not okf_common_name(json_extract(value, '$.name'))  -- "more damage" names
 # BM25 is ranked inside the full-text index first and only the best rows are joined: joining every
 # match before sorting costs twice as much on OR-ed questions (10k concepts: 9 ms -> 4.5 ms).
 # The extra 16 rows make room for index nodes and stubs (unfilled templates), which BM25 never seeds.
-FTS_SQL = """select id, row_number() over (order by score) as rank from (
+FTS_SQL = """select id, row_number() over (order by score) as rank, score from (
   select concepts.id, best.score
   from (select rowid, bm25(concepts_fts, 4.0, 4.0, 2.0, 2.0, 1.0) as score from concepts_fts
         where concepts_fts match okf_fts_query(:question) order by score limit :k + 16) as best
@@ -101,6 +101,17 @@ join concepts on concepts.id = chunks.concept_id and not concepts.is_index and n
 group by chunks.concept_id
 order by rank limit :k"""
 LISTS = {"title": (TITLE_SQL, 2.0), "fts": (FTS_SQL, 1.0), "vector": (VECTOR_SQL, 1.0)}
+# A list's first note far ahead of its second takes a seed's place whatever the fusion says (docs/design.md §2.5):
+# reciprocal rank fusion reads ranks, not scores, so a note first in one list only (1/61) ranked below notes fifth
+# to tenth in two (2/66): 13th Age's Invisibility rule, the vector list's first for "an unseen foe" by 0.05 came
+# ninth, the Barbed Vines stat block, BM25's first by 42 %, 16th behind six title matches. Ahead by this much:
+LEAD_SIMILARITY = 0.04  # cosine, over the vector list's second
+LEAD_BM25 = 1.3  # times the BM25 list's second (0.03-0.05 and 1.2-1.3 gave the same notes on every set; 1.5 lost two)
+LEADERS = {  # a list's first note far ahead of its second
+    "fts": "select id from fts where rank = 1 and score <= :lead_bm25 * (select score from fts where rank = 2)",
+    "vector": "select id from vector where rank = 1\n"
+              "    and similarity >= :lead_similarity + (select similarity from vector where rank = 2)",
+}
 # The walk reads the question (docs/design.md §5): graph_expand finds up to WALK_POOL notes around the seeds by
 # structure alone; each is then scored by how well it answers the rest of the question (the question without the
 # names the seeds matched): its best chunk's similarity, its BM25 among the notes found, and the walk's own
@@ -507,6 +518,8 @@ def find_seeds(query: Query) -> list[dict[str, Any]]:
     options = query.options
     params = {"question": query.question, "k": query.rules.list_k(options), "vector_k": options.vector_k,
               "candidates": options.candidates}
+    if _leading(query.lists):
+        params.update(seats=query.rules.seed_count(options), lead_bm25=LEAD_BM25, lead_similarity=LEAD_SIMILARITY)
     fused = query.run("seeds", _fusion_sql(query.lists, options.fusion_weights, query.binary), params)
     query.know([row["id"] for row in fused])
     return fused
@@ -1229,7 +1242,9 @@ def _timed(query: Query, stage: str, function: Callable[..., T], *args: Any) -> 
 
 
 def _fusion_sql(names: tuple[str, ...], weights: dict[str, float], binary: bool = False) -> str:
-    """The seeds statement: each list as a CTE, then rrf() over their union (weights: title 2, fts 1, vector 1)."""
+    """The seeds statement: each list as a CTE, then rrf() over their union (weights: title 2, fts 1, vector 1); when
+    BM25 or vectors are fused with another list, a list's clear leader (LEADERS) takes the last of the :seats seed
+    places if it is not in them."""
     sql_of = {name: (VECTOR_BINARY_SQL if name == "vector" and binary else LISTS[name][0]) for name in names}
     ctes = ",\n".join(f"{name} as (\n{sql_of[name]}\n)" for name in names)
     union = "\n  union all ".join(
@@ -1240,11 +1255,23 @@ def _fusion_sql(names: tuple[str, ...], weights: dict[str, float], binary: bool 
     similarity = (",\n  (select similarity from vector where vector.id = lists.id) as similarity"
                   ",\n  (select chunk_distances from vector where vector.id = lists.id) as chunk_distances"
                   if "vector" in names else "")
-    return (
-        f"with {ctes},\nlists as (\n  {union}\n)\n"
-        f"select id,\n  {ranks},\n  rrf(rank, weight, {RRF_K}) as rrf{similarity}\n"
-        "from lists group by id order by rrf desc, id"
-    )
+    fused = f"select id,\n  {ranks},\n  rrf(rank, weight, {RRF_K}) as rrf{similarity}"
+    lists = f"with {ctes},\nlists as (\n  {union}\n)"
+    if not _leading(names):
+        return f"{lists}\n{fused}\nfrom lists group by id order by rrf desc, id"
+    leaders = "\n  union\n  ".join(LEADERS[name] for name in names if name in LEADERS)
+    columns = ", ".join(["id", *(f"{name}_rank" for name in names), "rrf",
+                         *(["similarity", "chunk_distances"] if "vector" in names else []), "leads"])
+    return (f"{lists},\nleaders as (  -- a list's first note far ahead of its second\n  {leaders}\n),\n"
+            f"fused as (\n{fused},\n  id in (select id from leaders) as leads\nfrom lists group by id\n),\n"
+            "placed as (select *, row_number() over (order by rrf desc, id) as place from fused)\n"
+            f"select {columns} from placed\n"
+            "order by case when leads and place > :seats then :seats - 0.5 else place end, rrf desc, id")
+
+
+def _leading(names: tuple[str, ...]) -> bool:
+    """Whether a list's clear leader can be passed over by the fusion: BM25 or vectors fused with another list."""
+    return len(names) > 1 and bool(set(LEADERS) & set(names))
 
 
 def _rows(conn: Any, sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:

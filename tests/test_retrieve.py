@@ -971,6 +971,55 @@ def test_the_first_notes_section_holding_what_the_question_asks_is_what_the_llm_
     assert "Mirik Brightgaze" not in context_for(tmp_path / "heroes.db", question, budget=150)["context"]
 
 
+def test_a_lists_clear_leader_takes_a_seed_place_the_fusion_gave_to_title_matches(tmp_path):
+    """13th Age, a question written after the tuning: BM25's first note for "…the briar elves' rooted thorn-vine
+    mooks…" was the Barbed Vines stat block, 42 % ahead of the second, yet reciprocal rank fusion (ranks, not scores)
+    put it 16th, behind six notes the question names by title. A list's first note that far ahead of its second
+    takes the last seed place; one only a little ahead does not."""
+    from datasette_okf.retrieve import LEAD_BM25, _fusion_sql
+    from datasette_okf.store import build
+
+    from .conftest import write_bundle
+
+    files = {f"Rules/{name}.md": f"# {name}\nThe {name.lower()} rule, see the rulebook.\n"
+             for name in ("Escalation Die", "Briar Elves", "Mooks", "Wizard", "Melee", "Nearby")}
+    files["Bestiary/Barbed Vines.md"] = ("# Barbed Vines\nRooted thorn-vine mooks of the briar elves. The thorn-vine "
+                                         "lashes a nearby wizard; rooted, it never moves into melee.\n")
+    build([write_bundle(tmp_path / "srd", files)], tmp_path / "srd.db", embed=False)
+    question = "With the escalation die at 2, can the briar elves' rooted thorn-vine mooks hit our wizard nearby but not in melee?"
+    result = context_for(tmp_path / "srd.db", question)
+    seeds = [s["title"] for s in result["seeds"] if not s["bridged_from"]]  # the first round's
+    assert len(seeds) == 5 and seeds[-1] == "Barbed Vines"
+    assert result["sql"]["seeds"] == _fusion_sql(("title", "fts"), {}) and result["params"]["seeds"]["seats"] == 5
+    rows = connection(tmp_path / "srd.db").execute(result["sql"]["seeds"], result["params"]["seeds"]).fetchall()
+    leader = next(row for row in rows if row[0].endswith("Barbed Vines"))
+    assert leader[1:3] == (None, 1) and leader[-1] == 1  # BM25's first, no title: by rank alone it came sixth
+    assert sorted(row[3] for row in rows)[-6] > leader[3]
+    # a second note nearly as good: no clear leader, and the fusion's order stands
+    files["Bestiary/Thorn Lasher.md"] = files["Bestiary/Barbed Vines.md"].replace("Barbed Vines", "Thorn Lasher")
+    build([write_bundle(tmp_path / "srd", files)], tmp_path / "srd.db", embed=False)
+    assert LEAD_BM25 > 1.0
+    again = context_for(tmp_path / "srd.db", question)["seeds"]
+    assert {"Barbed Vines", "Thorn Lasher"}.isdisjoint(s["title"] for s in again if not s["bridged_from"])
+
+
+def test_the_vector_lists_first_note_leads_when_it_is_clearly_nearer_than_the_second():
+    """The vector list's leader, as the seeds statement reads it: "an unseen foe" was 0.52 near 13th Age's
+    Invisibility rule and 0.47 near the next note (a lead of 0.05); a lead under LEAD_SIMILARITY is none."""
+    import sqlite3
+
+    from datasette_okf.retrieve import LEAD_SIMILARITY, LEADERS
+
+    def leader(first, second):
+        conn = sqlite3.connect(":memory:")
+        conn.execute("create table vector (id, rank, similarity)")
+        conn.executemany("insert into vector values (?, ?, ?)", [("a", 1, first), ("b", 2, second)])
+        return conn.execute(LEADERS["vector"], {"lead_similarity": LEAD_SIMILARITY}).fetchall()
+
+    assert leader(0.52, 0.467) == [("a",)]
+    assert leader(0.615, 0.588) == []  # Thellade's th35: a lead of 0.027, and its first note was not needed
+
+
 def test_the_note_two_lists_agree_on_comes_with_its_two_nearest_sections(tmp_path):
     """Thellade's th01: the Mooring Flagon was the first note, found by keyword and vector, but the LLM read only its
     services table; "There are nine exits. Only two are visible." was its second section, and every other note's
