@@ -365,6 +365,7 @@ class Seed:
     rrf: float
     resolved_from: str | None = None
     bridged_from: str | None = None  # found by the second round, through this seed's best chunk
+    leads: bool = False  # its list's clear first, given a seed place the fusion did not give it (LEADERS)
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -795,7 +796,8 @@ def pick_seeds(query: Query, fused: list[dict[str, Any]], count: int | None = No
         concept = query.concepts[target]
         picked.append(Seed(target, concept["path"], concept["title"],
                            ranks={name: row.get(f"{name}_rank") for name in query.lists},
-                           rrf=round(row["rrf"], 6), resolved_from=chain[0] if chain else None))
+                           rrf=round(row["rrf"], 6), resolved_from=chain[0] if chain else None,
+                           leads=bool(row.get("promoted"))))
         if not concept["is_stub"]:
             texts.append(target)
         if len(texts) >= count:
@@ -854,7 +856,8 @@ def offer(query: Query, seeds: list[Seed], walked: list[Arrival]) -> list[Node]:
     """Seeds with their fused score, and what the walk added with its seed's score halved for each better note
     walked from that seed (WALK_SHARE): the strongest seed's best neighbour comes before a weak seed."""
     nodes = [Node(query.concepts[s.id], s.rrf, {"kind": "seed", "ranks": s.ranks, "resolved_from": s.resolved_from,
-                                                 **({"bridged_from": s.bridged_from} if s.bridged_from else {})})
+                                                 **({"bridged_from": s.bridged_from} if s.bridged_from else {}),
+                                                 **({"leads": True} if s.leads else {})})
              for s in seeds]
     strength = _walk_strengths(seeds)
     nodes += [
@@ -1006,7 +1009,7 @@ SERIES_MOST = 1000  # steps along a series to its end: a bound, never reached by
 def found_in(why: dict[str, Any]) -> str:
     """The lists that found a seed or the lists' next note: "seed: title+fts", "next in the lists: vector"."""
     return ("next in the lists: " if why["kind"] == "next" else "seed: ") + "+".join(
-        name for name, rank in why["ranks"].items() if rank)
+        name for name, rank in why["ranks"].items() if rank) + (", its list's clear first" if why.get("leads") else "")
 
 
 ASKED_ROLES = {"named": "named by the question", "last": "the last, as the question asks",
@@ -1261,7 +1264,8 @@ def _fusion_sql(names: tuple[str, ...], weights: dict[str, float], binary: bool 
         return f"{lists}\n{fused}\nfrom lists group by id order by rrf desc, id"
     leaders = "\n  union\n  ".join(LEADERS[name] for name in names if name in LEADERS)
     columns = ", ".join(["id", *(f"{name}_rank" for name in names), "rrf",
-                         *(["similarity", "chunk_distances"] if "vector" in names else []), "leads"])
+                         *(["similarity", "chunk_distances"] if "vector" in names else []), "leads",
+                         "leads and place > :seats as promoted"])
     return (f"{lists},\nleaders as (  -- a list's first note far ahead of its second\n  {leaders}\n),\n"
             f"fused as (\n{fused},\n  id in (select id from leaders) as leads\nfrom lists group by id\n),\n"
             "placed as (select *, row_number() over (order by rrf desc, id) as place from fused)\n"

@@ -990,10 +990,12 @@ def test_a_lists_clear_leader_takes_a_seed_place_the_fusion_gave_to_title_matche
     result = context_for(tmp_path / "srd.db", question)
     seeds = [s["title"] for s in result["seeds"] if not s["bridged_from"]]  # the first round's
     assert len(seeds) == 5 and seeds[-1] == "Barbed Vines"
+    vines = next(n for n in result["nodes"] if n["title"] == "Barbed Vines")
+    assert vines["via"] == "seed: fts, its list's clear first"  # why a note with so low a score is a seed
     assert result["sql"]["seeds"] == _fusion_sql(("title", "fts"), {}) and result["params"]["seeds"]["seats"] == 5
     rows = connection(tmp_path / "srd.db").execute(result["sql"]["seeds"], result["params"]["seeds"]).fetchall()
     leader = next(row for row in rows if row[0].endswith("Barbed Vines"))
-    assert leader[1:3] == (None, 1) and leader[-1] == 1  # BM25's first, no title: by rank alone it came sixth
+    assert leader[1:3] == (None, 1) and leader[-2:] == (1, 1)  # BM25's first, no title: by rank alone it came sixth
     assert sorted(row[3] for row in rows)[-6] > leader[3]
     # a second note nearly as good: no clear leader, and the fusion's order stands
     files["Bestiary/Thorn Lasher.md"] = files["Bestiary/Barbed Vines.md"].replace("Barbed Vines", "Thorn Lasher")
