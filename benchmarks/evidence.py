@@ -4,7 +4,7 @@ section of it; this counts the words that answer.
     python benchmarks/evidence.py [--shared ../shared] [--work build/golden] [--sets thellade,13th-age,okf-samples,hotpotqa,...]
                                   [--modes hybrid,vector:10,keyword:10]
 
-- thellade, 13th-age, okf-samples: each answerable golden question's `why` quotes the notes ('There are nine
+- thellade, 13th-age, okf-samples, thellade-check, 13th-age-check: each answerable golden question's `why` quotes the notes ('There are nine
   exits. Only two are visible'). A quote of three words or more that some chunk of the database holds (after
   markup and spacing are evened out) is evidence; it is found when `context_for`'s context holds it too. Quotes
   that no chunk holds (they span table cells, or paraphrase) are not counted.
@@ -95,15 +95,16 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--shared", default=str(ROOT.parent / "shared"))
     parser.add_argument("--work", default="build/golden")
-    parser.add_argument("--sets", default="thellade,13th-age,okf-samples,hotpotqa,hotpotqa-mentions")
+    parser.add_argument("--sets", default="thellade,13th-age,okf-samples,hotpotqa,hotpotqa-mentions,thellade-check,"
+                                          "13th-age-check")
     parser.add_argument("--modes", default="hybrid,vector:10,keyword:10")
     args = parser.parse_args()
     for name in args.sets.split(","):
-        db = Path(args.work) / f"{name}.db"
+        db = Path(args.work) / f"{name.removesuffix('-check')}.db"  # a check set asks its vault's database
         if name.startswith("hotpotqa"):
             evidence = answer_evidence(Path(args.shared) / "corpora" / "hotpotqa-mini")
         else:
-            evidence = quoted_evidence(db, golden(name))
+            evidence = quoted_evidence(db, golden(f"check/{name}" if name.endswith("-check") else name))
         for mode in args.modes.split(","):
             hits, total, missing = found(db, evidence, mode)
             listed = " ".join(missing) if len(missing) <= 15 else f"{len(missing)} questions"
