@@ -1096,8 +1096,8 @@ def _lift_named(query: Query, nodes: list[Node]) -> None:
     says."""
     others = _other_numbers(query.question)
     wanted = round(max(n.score for n in nodes) * SERIES_SHARE, 6)
-    for word, number in numbered(query.question):
-        named = [n for n in nodes if word in others and carries(n.concept["path"], word, others[word])
+    for word, number in (pair for pair in numbered(query.question) if pair[0] in others):
+        named = [n for n in nodes if carries(n.concept["path"], word, others[word])
                  and number in (number_after(n.concept["path"], word), number_after(n.concept["title"] or "", word))]
         best = max(named, key=lambda n: n.score, default=None)
         if best is not None and best.score < wanted:
@@ -1124,7 +1124,7 @@ def _asked_end(query: Query, nodes: list[Node]) -> tuple[str, str, str] | None:
     members = [n for n in nodes if number_after(n.concept["path"], word) is not None]
     if not members:
         return None
-    start = max(members, key=lambda n: (carries(_file_name(n.concept["path"]), word, others), n.score))
+    start = max(members, key=lambda n: (carries(n.concept["path"], word, others), n.score))
     rows = query.run("series_end", SERIES_END_SQL, {"start": start.id, "towards": towards, "most": SERIES_MOST})
     query.know([row["id"] for row in rows])
     return rows[0]["id"], towards, start.id
@@ -1144,7 +1144,7 @@ def _best_named(rows: list[dict[str, Any]], pair: str, score: dict[str, float], 
     word = json.loads(pair)[0]
     others = {number for other, number in pairs if other != word}
     return max((row for row in rows if row["pair"] == pair),
-               key=lambda row: (carries(_file_name(query.concepts[row["id"]]["path"]), word, others),
+               key=lambda row: (carries(query.concepts[row["id"]]["path"], word, others),
                                 score[row["after"]]))
 
 
