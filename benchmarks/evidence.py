@@ -23,7 +23,7 @@ import json
 import re
 from pathlib import Path
 
-from golden_sets import ROOT, golden
+from golden_sets import ROOT, golden, vault_of
 
 from datasette_okf.evaluate import parse_mode
 from datasette_okf.retrieve import connection, context_for
@@ -96,15 +96,15 @@ def main() -> None:
     parser.add_argument("--shared", default=str(ROOT.parent / "shared"))
     parser.add_argument("--work", default="build/golden")
     parser.add_argument("--sets", default="thellade,13th-age,okf-samples,hotpotqa,hotpotqa-mentions,thellade-check,"
-                                          "13th-age-check")
+                                          "13th-age-check,thellade-check2,13th-age-check2")
     parser.add_argument("--modes", default="hybrid,vector:10,keyword:10")
     args = parser.parse_args()
     for name in args.sets.split(","):
-        db = Path(args.work) / f"{name.removesuffix('-check')}.db"  # a check set asks its vault's database
+        db = Path(args.work) / f"{vault_of(name)}.db"  # a check set asks its vault's database
         if name.startswith("hotpotqa"):
             evidence = answer_evidence(Path(args.shared) / "corpora" / "hotpotqa-mini")
         else:
-            evidence = quoted_evidence(db, golden(f"check/{name}" if name.endswith("-check") else name))
+            evidence = quoted_evidence(db, golden(f"check/{name}" if "-check" in name else name))
         for mode in args.modes.split(","):
             hits, total, missing = found(db, evidence, mode)
             listed = " ".join(missing) if len(missing) <= 15 else f"{len(missing)} questions"

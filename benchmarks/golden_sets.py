@@ -16,6 +16,8 @@ vectors), then runs `datasette_okf.evaluate` on it. The sets:
 - thellade-check, 13th-age-check: benchmarks/golden/check/*.json, 32 more questions on each real vault, written at
   issue 17's stop 36 by sessions that saw only the notes (never the retriever's results), on the same databases as
   thellade and 13th-age; their first run measured how far the tuning on the other sets carries to new questions
+- thellade-check2, 13th-age-check2: 24 more each, written the same way at the end of stop 36, after its changes;
+  never looked at question by question
 
 musique-mini is the held-out test set: this script never touches it.
 """
@@ -58,7 +60,14 @@ def sets(shared: Path) -> dict[str, tuple[list[Path], list[dict], dict]]:
         "hotpotqa-mentions": ([corpora / "hotpotqa-mini" / "notes"], hotpotqa, {"link_mentions": True}),
         "thellade-check": ([corpora / "thellade-campaign-vault" / "vault"], golden("check/thellade-check"), {}),
         "13th-age-check": ([corpora / "13th-age-srd-vault" / "vault"], golden("check/13th-age-check"), {}),
+        "thellade-check2": ([corpora / "thellade-campaign-vault" / "vault"], golden("check/thellade-check2"), {}),
+        "13th-age-check2": ([corpora / "13th-age-srd-vault" / "vault"], golden("check/13th-age-check2"), {}),
     }
+
+
+def vault_of(name: str) -> str:
+    """The set whose database a set reads: "thellade-check2" asks "thellade"."""
+    return name.split("-check")[0]
 
 
 def golden(name: str) -> list[dict]:
@@ -70,7 +79,7 @@ def main() -> None:
     parser.add_argument("--shared", default=str(ROOT.parent / "shared"))
     parser.add_argument("--work", default="build/golden")
     parser.add_argument("--sets", default="examples,examples-mentions,thellade,13th-age,okf-samples,hotpotqa,hotpotqa-mentions,thellade-check,"
-                        "13th-age-check")
+                        "13th-age-check,thellade-check2,13th-age-check2")
     parser.add_argument("--modes", default=MODES)
     parser.add_argument("--by-question", action="store_true")
     parser.add_argument("--save", help="write the whole report as JSON here")
@@ -83,7 +92,7 @@ def main() -> None:
     reports = {}
     for name in args.sets.split(","):
         folders, questions, options = available[name]
-        db = work / f"{name.removesuffix('-check')}.db"  # a check set asks the database its vault is built into
+        db = work / f"{vault_of(name)}.db"  # a check set asks the database its vault is built into
         plain = work / f"{name.removesuffix('-mentions')}.db"
         if options.get("link_mentions") and not db.exists() and plain.exists():
             shutil.copyfile(plain, db)  # the same notes: reuse their vectors
