@@ -951,7 +951,7 @@ pairs as (  -- the [word, number] pairs the question names (titles.numbered): "s
   from json_each(:named)
 ),
 found_numbers as materialized (  -- the numbers the notes found carry after each of those words
-  select words.word, okf_number_after(concepts.title, words.word) as in_title,
+  select members.id, words.word, okf_number_after(concepts.title, words.word) as in_title,
     okf_number_after(concepts.path, words.word) as in_path,
     words.others is null or okf_carries(concepts.path, words.word, words.others) as theirs
   from members join concepts on concepts.id = members.id join (select distinct word, others from pairs) as words
@@ -986,6 +986,10 @@ named as (
   from reach join reached_numbers on reached_numbers.id = reach.id
   join unmet on unmet.word = reached_numbers.word and unmet.number in (in_title, in_path)
 ),
+found as (  -- a found note the question names with both its numbers ("Group 6's session 8": Campaign 6 - Session 08)
+  select distinct found_numbers.id, pairs.pair from found_numbers join pairs on pairs.word = found_numbers.word
+  where pairs.others is not null and pairs.number in (in_title, in_path) and theirs
+),
 answered as (  -- a found note the question names ("session 7", come over a `next` edge), next to a found member
   select distinct adjacent.id, coalesce(adjacent.after, adjacent.before) as after, pairs.pair
   from adjacent join concepts on concepts.id = adjacent.id
@@ -995,6 +999,8 @@ _NAMED_ROWS = """union all
 select id, after, null, 'named', pair from named
 union all
 select id, after, null, 'answered', pair from answered
+union all
+select id, null, null, 'found', pair from found
 """
 # The whole statement; a question that names no member by number runs it without the named part (0.2 ms less).
 SERIES_SQL = _SERIES_SQL.format(named_ctes=_NAMED_CTES, named_rows=_NAMED_ROWS)
@@ -1052,7 +1058,7 @@ def series(query: Query, nodes: list[Node]) -> list[Node]:
     best = _best_per_pair([row for row in rows if row["role"] == "named"], score, query)
     added: dict[str, Node] = {}
     for row in rows:
-        if row["role"] in ("adjacent", "answered") or row["role"] == "named" and row is not best[row["pair"]]:
+        if row["role"] in ("adjacent", "answered", "found") or row["role"] == "named" and row is not best[row["pair"]]:
             continue
         if row["role"] == "named":  # the question names it ("Group 3's session 9"): right after the best note found
             wanted = round(max(score.values()) * SERIES_SHARE, 6)
@@ -1084,24 +1090,20 @@ def series(query: Query, nodes: list[Node]) -> list[Node]:
     # "Group 2's session 7": the walk brought session 7 from session 6, a seed, at half its score; it follows it
     answered = _best_per_pair([row for row in rows if row["role"] == "answered"], score, query)
     _in_order(nodes, [(row["after"], row["id"]) for row in answered.values()])
-    _lift_named(query, nodes)
+    _lift_named(nodes, [row for row in rows if row["role"] == "found"])
     return _marked_stale(query, list(added.values()))
 
 
-def _lift_named(query: Query, nodes: list[Node]) -> None:
-    """A note found anywhere that the question names with both its numbers ("When Group 6 made port in session 8":
-    "Campaign 6 - Session 08 - …") comes right after the strongest note found, as a member named from its series
-    would: the lists had found it below the seeds, the budget's last note, and cut it for the notes of two other
-    groups' session 8. Its file name must carry the other number: with one number, whose session 8 it is, nothing
-    says."""
-    others = _other_numbers(query.question)
+def _lift_named(nodes: list[Node], found: list[dict[str, Any]]) -> None:
+    """A note found anywhere that the question names with both its numbers (the statement's `found` rows: "When
+    Group 6 made port in session 8": "Campaign 6 - Session 08 - …") comes right after the strongest note found, as a
+    member named from its series would: the lists had found it below the seeds, the budget's last note, and cut it
+    for the notes of two other groups' session 8. Of several notes that answer one name, the strongest."""
+    by_id = {n.id: n for n in nodes}
     wanted = round(max(n.score for n in nodes) * SERIES_SHARE, 6)
-    for word, number in (pair for pair in numbered(query.question) if pair[0] in others):
-        named = [n for n in nodes if carries(n.concept["path"], word, others[word])
-                 and number in (number_after(n.concept["path"], word), number_after(n.concept["title"] or "", word))]
-        best = max(named, key=lambda n: n.score, default=None)
-        if best is not None and best.score < wanted:
-            best.score = wanted
+    for pair in {row["pair"] for row in found}:
+        best = max((by_id[row["id"]] for row in found if row["pair"] == pair), key=lambda n: n.score)
+        best.score = max(best.score, wanted)
 
 
 def _other_numbers(question: str) -> dict[str, list[int]]:
