@@ -73,7 +73,7 @@ def register(datasette: Any, mcp: MCPServer) -> None:
         same as data, trust tier). If `confident` is false the bundle holds no
         good match: say so rather than guess. mode: hybrid (default), vector,
         keyword or graph-walk; budget: tokens of context, 100 to 20000 (default
-        2000; both as the server is configured). db: one bundle; left out, every
+        3000; both as the server is configured). db: one bundle; left out, every
         bundle you may view is asked and their notes share the budget (each
         node then names its `db`)."""
         question = " ".join((question or "").split())

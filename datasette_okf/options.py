@@ -31,7 +31,7 @@ class BadOption(ValueError):
 class ContextOptions:
     mode: str = "hybrid"
     k: int = 10  # rows per seed list (hybrid: at least 20); in vector and keyword modes also the notes kept
-    budget: int = 2000  # tokens of context
+    budget: int = 3000  # tokens of context: notes within three quarters, more of the seeds in the rest
     hops: int = 1  # of the walk, in hybrid mode: the second round (bridge) reaches further, by what notes say
     max_seeds: int = 5  # seeds kept after fusion, in hybrid mode
     vector_k: int = 60  # nearest chunks the vector list reads

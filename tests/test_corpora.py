@@ -140,3 +140,21 @@ def test_thellades_unfilled_templates_are_stubs_and_its_written_notes_are_not(va
     # 13th Age's monster notes are all statblock code: content, never a stub
     assert sqlite_utils.Database(vault_dbs["13th-age"][0]).execute(
         "select count(*) from concepts where is_stub").fetchone()[0] < 10
+
+
+def test_the_budgets_last_quarter_shows_more_of_a_long_notes_sections(vault_dbs, monkeypatch):
+    """A Thellade note is 2,300 tokens in 14 sections, and at one section a note the LLM got the right note but not
+    the lines that answer (a question written blind from the notes: "when to bring in" the time-worm is the note's
+    third section). Notes are now chosen within three quarters of the budget, and the rest shows the seeds' next
+    sections, nearest the question first."""
+    from datasette_okf import context_for, retrieve
+
+    db = vault_dbs["thellade"][0]
+    question = "As a GM, under what circumstances am I supposed to bring the acausal time-worm Xar'Kairos into play?"
+    answer = ["Failed planar fusions", "Divine or magical paradoxes", "It should never be a routine enemy."]
+    result = context_for(db, question)
+    assert result["nodes"][0]["title"] == "Xar'Kairos" and all(line in result["context"] for line in answer)
+    assert len(result["nodes"]) <= 11
+    monkeypatch.setattr(retrieve, "NOTES_SHARE", 1.0)  # before: every token to notes, one section each
+    before = context_for(db, question, budget=2000)
+    assert before["nodes"][0]["title"] == "Xar'Kairos" and not any(line in before["context"] for line in answer)
