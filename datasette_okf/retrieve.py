@@ -42,11 +42,13 @@ from .sqlfunctions import prepare_connection
 from .titles import (
     MAX_QUESTION,
     STOPWORDS,
+    asked,
     asks_for_list,
     besides,
     carries,
     coverage,
     end_asked,
+    held,
     kinds_asked,
     number_after,
     numbered,
@@ -1461,6 +1463,7 @@ def fill_budget(question: str, nodes: list[Node], chunks: dict[str, list[dict[st
             picked.append(replace(node, cut=True))
             kept_facts.extend(own_facts)
             parts[node.id], rest[node.id] = [header, start], []
+    used = show_the_rest_of_the_question(question, picked, rest, parts, used, budget)
     seeds = [node for node in picked if node.is_seed]
     for turn in zip_longest(*(rest[node.id] for node in seeds)):  # each seed's next nearest chunk, in turn
         for node, piece in zip(seeds, turn):
@@ -1469,3 +1472,25 @@ def fill_budget(question: str, nodes: list[Node], chunks: dict[str, list[dict[st
                 used += estimate_tokens(block) + 1
                 parts[node.id].append(block)
     return picked, ["\n".join(parts[n.id]) for n in picked], kept_facts
+
+
+def show_the_rest_of_the_question(question: str, picked: list[Node], rest: dict[str, list[dict[str, Any]]],
+                                  parts: dict[str, list[str]], used: int, budget: int) -> int:
+    """5b. The last quarter's first chunks: of any note picked, walked ones too, the chunk that holds the most of
+    the question's words that nothing shown holds, while one holds any and fits ("…belongs to a secret society.
+    Who founded it, and what is its symbol?": the society's founding and its symbol, sections the cosine to the
+    whole question did not choose). Each is taken out of `rest`; the tokens used so far come back."""
+    shown = held(question, "\n".join(line for node in picked for line in parts[node.id]))
+    missing = asked(question) - shown
+    offered = [(node, piece, chunk_block(piece)) for node in picked for piece in rest[node.id] if piece["text"]]
+    offered = [(node, piece, block, held(question, block, missing)) for node, piece, block in offered] if missing else []
+    while True:  # the first of the best: the earlier note, then its nearer chunk
+        fitting = [item for item in offered if used + estimate_tokens(item[2]) + 1 <= budget and item[3] - shown]
+        if not fitting:
+            return used
+        node, piece, block, words = max(fitting, key=lambda item: len(item[3] - shown))
+        used += estimate_tokens(block) + 1
+        parts[node.id].append(block)
+        rest[node.id].remove(piece)
+        shown |= words
+        offered = [item for item in offered if item[1] is not piece]

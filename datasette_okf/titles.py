@@ -120,17 +120,27 @@ def _finders(question: str) -> tuple[tuple[tuple[str, ...], re.Pattern[str]], ..
     return tuple(finders)
 
 
-def coverage(question: str, text: str) -> float:
-    """Share of the question's content words present in `text` (docs/design.md §3), 0..1.
+def asked(question: str) -> frozenset[int]:
+    """The places of the question's content words: what `held` says a text holds some of."""
+    return frozenset(range(len(_finders(question))))
+
+
+def held(question: str, text: str, among: Iterable[int] | None = None) -> frozenset[int]:
+    """Which of the question's content words `text` holds, by their place among them (`coverage`'s count); only
+    those `among` these places, if given.
 
     `text` may be a whole note: it is never split into words; each wanted word is first looked for as a substring
     (C speed), and only where one is found as a whole token. A few µs a section (docs/design.md §7.3)."""
     finders = _finders(question)
-    if not finders:
-        return 0.0
     folded = text.casefold()
-    present = sum(1 for starts, pattern in finders if any(start in folded for start in starts) and pattern.search(folded))
-    return present / len(finders)
+    return frozenset(place for place in (asked(question) if among is None else among)
+                     if any(start in folded for start in finders[place][0]) and finders[place][1].search(folded))
+
+
+def coverage(question: str, text: str) -> float:
+    """Share of the question's content words present in `text` (docs/design.md §3), 0..1."""
+    finders = _finders(question)
+    return len(held(question, text)) / len(finders) if finders else 0.0
 
 
 _CAPITALISED = re.compile(r"[^\W\d_][\w'’-]*")

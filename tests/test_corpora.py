@@ -158,3 +158,21 @@ def test_the_budgets_last_quarter_shows_more_of_a_long_notes_sections(vault_dbs,
     monkeypatch.setattr(retrieve, "NOTES_SHARE", 1.0)  # before: every token to notes, one section each
     before = context_for(db, question, budget=2000)
     assert before["nodes"][0]["title"] == "Xar'Kairos" and not any(line in before["context"] for line in answer)
+
+
+def test_the_last_quarter_first_shows_what_the_rest_of_the_question_asks_of_a_walked_note(vault_dbs, monkeypatch):
+    """Thellade-check's thc15, written blind: "Another faction was rumoured to be stoking the merchant tensions in
+    Boba in early Dawnmarch 212. What oath do its members swear…?" The Silver Chain comes walked from Merchant War
+    Brewing with one section, not its oath. The last quarter now first shows, of any note picked, the chunk that
+    holds the most of the question's words nothing shown holds ("oath": its Oaths)."""
+    from datasette_okf import context_for, retrieve
+
+    db = vault_dbs["thellade"][0]
+    question = ("Another faction was rumoured to be stoking the merchant tensions in Boba in early Dawnmarch 212. "
+                "What oath do its members swear, and what is its symbol?")
+    result = context_for(db, question)
+    chain = next(n for n in result["nodes"] if n["title"] == "The Silver Chain")
+    assert chain["why"]["kind"] == "hop"
+    assert "Every link forged is a vow unbroken." in result["context"]
+    monkeypatch.setattr(retrieve, "show_the_rest_of_the_question", lambda question, picked, rest, parts, used, budget: used)
+    assert "Every link forged is a vow unbroken." not in context_for(db, question)["context"]  # before

@@ -10,6 +10,7 @@ from datasette_okf.titles import (
     content_words,
     coverage,
     fts_query,
+    held,
     kinds_asked,
     names,
     nicknamed,
@@ -50,6 +51,14 @@ def test_coverage_counts_content_words():
     # a word found inside another, or only as a prefix, is not found; every form of a word is
     assert coverage("Which parties sail?", "the party sails") == 1.0 and coverage("Which cat?", "a catalogue") == 0.0
     assert coverage("Where is the harbour?", "the harbor") == 1.0  # either spelling
+
+
+def test_held_says_which_of_the_questions_words_a_text_holds():
+    question = "What oath do its members swear, and what is its symbol?"  # oath, members, swear, symbol
+    oath, symbol = held(question, "Oaths: every link forged is a vow"), held(question, "Its symbol: a silver chain")
+    assert len(oath) == len(symbol) == 1 and oath != symbol  # one word each, not the same one
+    assert held(question, "Members swear an oath") == oath | held(question, "members swear")
+    assert held(question, "a ledger of debts") == frozenset()
 
 
 def test_besides_leaves_out_the_words_of_a_name_the_question_already_names():
