@@ -5,8 +5,10 @@ its own permissions), and one corpus that outgrows a file is split by bundle. Ea
 usual (its own seeds, gate, calibration and walk); `fuse` then ranks every confident database's notes by
 reciprocal rank fusion over their rank in their own answer (RRF, k = 60: the first note of each database comes
 before any second note; ties go to the higher own score, then to the database listed first) and packs their
-rendered blocks into the one budget in that order; the first that did not fit whole comes cut to the room left, as
-in one database. Each note and fact says which database it came from.
+rendered blocks into the one budget's first three quarters in that order; the first that did not fit whole comes
+cut to the room left, and at most `MAX_NOTES`, as in one database. The last quarter then takes the chunks each database's own last quarter
+added to its notes, a note's next in turn, in the same order (retrieve.NOTES_SHARE). Each note and fact says which
+database it came from.
 Databases the caller may not see are never passed in (web.py asks Datasette's permissions first).
 """
 
@@ -14,13 +16,14 @@ from __future__ import annotations
 
 import asyncio
 import time
+from itertools import zip_longest
 from pathlib import Path
 from typing import Any
 
 from .embed import EmbeddingError
 from .options import ContextOptions
 from .render import context_text, cut_to_fit, estimate_tokens, no_confident_match
-from .retrieve import CUT_ROOM, context_and_blocks
+from .retrieve import CUT_ROOM, MAX_NOTES, NOTES_SHARE, context_and_blocks
 from .schema import OutdatedDatabase
 
 RRF_K = 60
@@ -32,9 +35,9 @@ def labelled(block: str, database: str) -> str:
     return f"{head} [db: {database}]{newline}{rest}"
 
 
-def fuse(question: str, answers: list[tuple[str, dict[str, Any], list[str]]], budget: int) -> dict[str, Any]:
+def fuse(question: str, answers: list[tuple[str, dict[str, Any], list[list[str]]]], budget: int) -> dict[str, Any]:
     """context_for's JSON for `question` over several databases' answers: [(database, answer, blocks)], where
-    `blocks` are the rendered blocks of `answer["nodes"]` (retrieve.context_and_blocks)."""
+    `blocks` are the rendered blocks of `answer["nodes"]` in pieces (retrieve.context_and_blocks)."""
     confident = [(name, answer, blocks) for name, answer, blocks in answers if answer["confident"]]
     ranked = sorted(
         ((1 / (RRF_K + rank), node.get("score") or 0.0, order, name, node, block)
@@ -44,36 +47,45 @@ def fuse(question: str, answers: list[tuple[str, dict[str, Any], list[str]]], bu
     )
     facts = [(name, fact) for name, answer, _ in confident for fact in answer["facts"]]
     used = estimate_tokens(context_text(question, ["-"], ["-"]))
-    nodes, picked_blocks, kept_facts = [], [], []
+    for_notes = int(budget * NOTES_SHARE)
+    nodes, picked_blocks, kept_facts, more = [], [], [], []
 
-    def take(rrf: float, name: str, node: dict[str, Any], block: str, own: list[dict[str, Any]]) -> None:
+    def take(rrf: float, name: str, node: dict[str, Any], block: list[str], own: list[dict[str, Any]]) -> None:
         nodes.append({**node, "db": name, "rrf": round(rrf, 6)})
-        picked_blocks.append(block)
+        picked_blocks.append(block[:1])
+        more.append(block[1:])
         kept_facts.extend({**fact, "db": name} for fact in own)  # in the order of their notes
 
     cut = None  # the first note that did not fit whole comes cut, as in one database (retrieve.fill_budget)
     for rrf, _, _, name, node, block in ranked:
+        if len(nodes) >= MAX_NOTES:  # as in one database
+            break
         own = [fact for db, fact in facts if db == name and fact.get("with_id", fact.get("subject_id")) == node["id"]]
-        block = labelled(block, name)
+        block = [labelled(block[0], name), *block[1:]]
         facts_cost = sum(estimate_tokens(f["text"]) + 1 for f in own)
-        if used + estimate_tokens(block) + facts_cost > budget:
-            cut = cut or (rrf, name, node, block, own, facts_cost)
+        if used + estimate_tokens(block[0]) + facts_cost > for_notes:
+            cut = cut or (rrf, name, node, block[0], own, facts_cost)
             continue
-        used += estimate_tokens(block) + facts_cost
+        used += estimate_tokens(block[0]) + facts_cost
         take(rrf, name, node, block, own)
-    if cut:
+    if cut and len(nodes) < MAX_NOTES:
         rrf, name, node, block, own, facts_cost = cut
         lines = block.split("\n")
         head, body = "\n".join(lines[:2]), "\n".join(lines[2:])  # its title and why lines, then what it says
-        start = cut_to_fit(head, body, budget - used - facts_cost, CUT_ROOM)
+        start = cut_to_fit(head, body, for_notes - used - facts_cost, CUT_ROOM)
         if start is not None:
-            take(rrf, name, {**node, "cut": True}, f"{head}\n{start}", own)
+            take(rrf, name, {**node, "cut": True}, [f"{head}\n{start}"], own)
+    for turn in zip_longest(*more):  # the last quarter: each note's next added chunk, in turn
+        for block, piece in zip(picked_blocks, turn):
+            if piece and used + estimate_tokens(piece) + 1 <= budget:
+                used += estimate_tokens(piece) + 1
+                block.append(piece)
     per_database = {name: {key: answer.get(key) for key in ("confident", "reason", "vectors", "intent")}
                     | {"notes": len(answer["nodes"]), "ms": answer["timings_ms"].get("total")}
                     for name, answer, _ in answers}
     if confident:
         reason = "; ".join(f"{name}: {answer['reason']}" for name, answer, _ in confident)
-        text = context_text(question, [f["text"] for f in kept_facts], picked_blocks)
+        text = context_text(question, [f["text"] for f in kept_facts], ["\n".join(block) for block in picked_blocks])
     else:
         reason = "no database has a confident match (" + "; ".join(
             f"{name}: {answer['reason']}" for name, answer, _ in answers) + ")"
@@ -97,7 +109,7 @@ def unanswered(reason: str) -> dict[str, Any]:
             "facts": [], "timings_ms": {}}
 
 
-def answer_one(conn: Any, question: str, options: ContextOptions) -> tuple[dict[str, Any], list[str]]:
+def answer_one(conn: Any, question: str, options: ContextOptions) -> tuple[dict[str, Any], list[list[str]]]:
     try:
         return context_and_blocks(conn, question, options)
     except (OutdatedDatabase, EmbeddingError) as error:
@@ -109,7 +121,7 @@ async def ask_databases(datasette: Any, names: list[str], question: str, options
     Datasette's SQL thread pool, fused into one answer within `options.budget`."""
     started = time.perf_counter()
 
-    async def one(name: str) -> tuple[str, dict[str, Any], list[str]]:
+    async def one(name: str) -> tuple[str, dict[str, Any], list[list[str]]]:
         answer, blocks = await datasette.get_database(name).execute_fn(
             lambda conn: answer_one(conn, question, options))
         return name, answer, blocks

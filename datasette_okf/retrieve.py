@@ -457,9 +457,10 @@ def context_for(db: Any, question: str, options: ContextOptions | None = None, *
 
 
 def context_and_blocks(db: Any, question: str, options: ContextOptions | None = None,
-                       **overrides: Any) -> tuple[dict[str, Any], list[str]]:
-    """context_for's answer, and the rendered block of each of its `nodes` (same order): a question across several
-    databases (across.py) packs those into one shared budget."""
+                       **overrides: Any) -> tuple[dict[str, Any], list[list[str]]]:
+    """context_for's answer, and the rendered block of each of its `nodes` (same order) in pieces: the note as
+    chosen, then each chunk the budget's last quarter added to it. A question across several databases
+    (across.py) packs those into one shared budget the same way."""
     options = replace(options or ContextOptions(), **overrides)
     if len(question) > MAX_QUESTION:  # the SQL functions refuse longer text; say so here, where it is asked
         raise BadOption("question", f"the question is {len(question):,} characters; at most {MAX_QUESTION:,}")
@@ -1208,11 +1209,11 @@ def find_facts(query: Query, nodes: list[Node], run: bool) -> list[dict[str, Any
     return facts
 
 
-def respond(query: Query, confident: bool, reason: str, seeds: list[Seed], picked: list[Node], blocks: list[str],
+def respond(query: Query, confident: bool, reason: str, seeds: list[Seed], picked: list[Node], blocks: list[list[str]],
             facts: list[dict[str, Any]], started: float) -> dict[str, Any]:
     """6. The context text and the JSON contract around it."""
     if confident:
-        text = context_text(query.question, [f["text"] for f in facts], blocks)
+        text = context_text(query.question, [f["text"] for f in facts], ["\n".join(block) for block in blocks])
     else:
         text = no_confident_match(query.question, reason)
     query.timings["total"] = _ms(started)
@@ -1413,13 +1414,14 @@ def packing_order(nodes: list[Node]) -> list[Node]:
 
 
 def fill_budget(question: str, nodes: list[Node], chunks: dict[str, list[dict[str, Any]]],
-                facts: list[dict[str, Any]], budget: int) -> tuple[list[Node], list[str], list[dict[str, Any]]]:
+                facts: list[dict[str, Any]], budget: int) -> tuple[list[Node], list[list[str]], list[dict[str, Any]]]:
     """5. Nodes in order while `NOTES_SHARE` of the budget lasts, each with its facts and its best chunk (the first,
     when two lists agree on it, with its best two: AGREED_CHUNKS); the first node that did not fit whole then comes
     with the start of its chunk, if `CUT_ROOM` tokens are left for it (its title and first sentence say what it is);
     then, to the whole budget, more of the seeds' chunks: each seed's next nearest, in turn (one seed's every
     section before the next seed's second held 7 fewer answer quotes of the 343). Everything rendered counts.
-    At equal walk score a non-stale node goes first, then the more trusted one."""
+    At equal walk score a non-stale node goes first, then the more trusted one. Each node's block comes in pieces:
+    as chosen, then each chunk added after."""
     for_notes = int(budget * NOTES_SHARE)
     ordered = packing_order(nodes)
     titles = {n.id: n.concept["title"] for n in nodes}
@@ -1453,7 +1455,7 @@ def fill_budget(question: str, nodes: list[Node], chunks: dict[str, list[dict[st
         used += cost
         picked.append(node)
         kept_facts.extend(own_facts)
-        parts[node.id] = [header] + ([first] if first else [])
+        parts[node.id] = ["\n".join([header] + ([first] if first else []))]
         rest[node.id] = pieces[shown:]
     if cut and len(picked) < most:
         node, header, first, own_facts, facts_cost = cut
@@ -1462,7 +1464,7 @@ def fill_budget(question: str, nodes: list[Node], chunks: dict[str, list[dict[st
             used += estimate_tokens(header + "\n") + facts_cost + estimate_tokens(start)
             picked.append(replace(node, cut=True))
             kept_facts.extend(own_facts)
-            parts[node.id], rest[node.id] = [header, start], []
+            parts[node.id], rest[node.id] = [f"{header}\n{start}"], []
     used = show_the_rest_of_the_question(question, picked, rest, parts, used, budget)
     seeds = [node for node in picked if node.is_seed]
     for turn in zip_longest(*(rest[node.id] for node in seeds)):  # each seed's next nearest chunk, in turn
@@ -1471,7 +1473,7 @@ def fill_budget(question: str, nodes: list[Node], chunks: dict[str, list[dict[st
             if block and used + estimate_tokens(block) + 1 <= budget:
                 used += estimate_tokens(block) + 1
                 parts[node.id].append(block)
-    return picked, ["\n".join(parts[n.id]) for n in picked], kept_facts
+    return picked, [parts[n.id] for n in picked], kept_facts
 
 
 def show_the_rest_of_the_question(question: str, picked: list[Node], rest: dict[str, list[dict[str, Any]]],

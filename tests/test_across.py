@@ -10,17 +10,20 @@ from datasette.cli import cli
 
 from datasette_okf.across import fuse, labelled
 from datasette_okf.render import context_text, estimate_tokens
+from datasette_okf.retrieve import MAX_NOTES, NOTES_SHARE
 from datasette_okf.store import build
 
 from .conftest import VAULT
 
 
-def answer(names, confident=True, reason="titled"):
+def answer(names, confident=True, reason="titled", more=0):
+    """A database's answer and its blocks: each note as chosen, then `more` chunks its last quarter added."""
     nodes = [{"id": n, "title": n.upper(), "score": 1.0 / (i + 1)} for i, n in enumerate(names)]
     facts = [{"subject_id": names[0], "text": f"{names[0]} knows things"}] if names else []
     return ({"confident": confident, "reason": reason, "vectors": "used", "intent": "WHO", "seeds": [],
              "nodes": nodes, "facts": facts, "timings_ms": {"total": 1.0}},
-            [f"### {n.upper()} ({n})\nwhy: seed\n" + "word " * 40 for n in names])
+            [[f"### {n.upper()} ({n})\nwhy: seed\n" + "word " * 40] + [f"#### {n} more {m}\n" + "more " * 40
+                                                                       for m in range(more)] for n in names])
 
 
 def test_first_notes_of_every_database_come_before_any_second_note():
@@ -43,8 +46,8 @@ def test_a_fact_comes_with_the_note_it_counts_in():
 
 def test_one_budget_is_shared_and_unconfident_databases_add_nothing():
     a = answer(["a1", "a2"])
-    first = estimate_tokens(labelled(a[1][0], "a")) + estimate_tokens(a[0]["facts"][0]["text"]) + 1
-    budget = estimate_tokens(context_text("q", ["-"], ["-"])) + first + 5  # room for the first note only
+    first = estimate_tokens(labelled(a[1][0][0], "a")) + estimate_tokens(a[0]["facts"][0]["text"]) + 1
+    budget = int((estimate_tokens(context_text("q", ["-"], ["-"])) + first + 5) / NOTES_SHARE)  # the first note only
     fused = fuse("q", [("a", *a), ("b", *answer(["b1"], confident=False, reason="far"))], budget=budget)
     assert [n["id"] for n in fused["nodes"]] == ["a1"]  # the second note no longer fits
     assert fused["confident"] and fused["per_database"]["b"]["confident"] is False
@@ -58,12 +61,26 @@ def test_the_first_note_that_does_not_fit_whole_comes_cut_as_in_one_database():
     from datasette_okf.render import CUT_MARK
 
     a = answer(["a1", "a2"])
-    first = estimate_tokens(labelled(a[1][0], "a")) + estimate_tokens(a[0]["facts"][0]["text"]) + 1
+    first = estimate_tokens(labelled(a[1][0][0], "a")) + estimate_tokens(a[0]["facts"][0]["text"]) + 1
     skeleton = estimate_tokens(context_text("q", ["-"], ["-"]))
-    fused = fuse("q", [("a", *a)], budget=skeleton + first + 50)  # the second note's lines and a few words
+    budget = int((skeleton + first + 50) / NOTES_SHARE)  # notes: the second note's lines and a few words
+    fused = fuse("q", [("a", *a)], budget=budget)
     assert [(n["id"], n.get("cut", False)) for n in fused["nodes"]] == [("a1", False), ("a2", True)]
     assert fused["context"].endswith(CUT_MARK) and "### A2 (a2) [db: a]" in fused["context"]
-    assert estimate_tokens(fused["context"]) <= skeleton + first + 50
+    assert estimate_tokens(fused["context"]) <= budget
+
+
+def test_the_last_quarter_takes_each_notes_added_chunks_in_turn_and_notes_stop_at_max_notes():
+    """Each database's last quarter added chunks to its notes; fused, notes are chosen within three quarters of the
+    one budget (as in one database), and the last quarter takes every note's first added chunk before any second."""
+    fused = fuse("q", [("a", *answer(["a1", "a2"], more=2)), ("b", *answer(["b1"], more=2))], budget=320)
+    assert [n["id"] for n in fused["nodes"]] == ["a1", "b1", "a2"]
+    added = [line.split()[1:] for line in fused["context"].split("\n") if line.startswith("#### ")]
+    assert added == [["a1", "more", "0"], ["b1", "more", "0"]]  # no note's second before every note's first
+    assert estimate_tokens(fused["context"]) <= 320
+    many = fuse("q", [("a", *answer([f"a{i}" for i in range(8)])), ("b", *answer([f"b{i}" for i in range(8)]))],
+                budget=20000)
+    assert len(many["nodes"]) == MAX_NOTES
 
 
 @pytest.fixture
