@@ -4,10 +4,10 @@ section of it; this counts the words that answer.
     python benchmarks/evidence.py [--shared ../shared] [--work build/golden] [--sets thellade,13th-age,okf-samples,hotpotqa,...]
                                   [--modes hybrid,vector:10,keyword:10]
 
-- thellade, 13th-age, okf-samples, thellade-check, 13th-age-check: each answerable golden question's `why` quotes the notes ('There are nine
-  exits. Only two are visible'). A quote of three words or more that some chunk of the database holds (after
-  markup and spacing are evened out) is evidence; it is found when `context_for`'s context holds it too. Quotes
-  that no chunk holds (they span table cells, or paraphrase) are not counted.
+- thellade, 13th-age, okf-samples and the check sets: each answerable golden question's `answers`, the notes' own
+  words that answer it ('There are nine exits. Only two are visible'; the quotes of three words or more of its
+  `why` that a chunk of the database holds); one is found when `context_for`'s context holds it, markup and
+  spacing evened out (`evaluate.evened`, as `datasette okf evaluate` counts them).
 - hotpotqa, hotpotqa-mentions: the question's answer string (yes/no answers left out), found when the context holds it.
 - thellade, 13th-age, also: benchmarks/golden/later-sections.json, 30 questions each written from a section other
   than the first of a long note (the note's best section must be chosen, not its first or its nearest in cosine);
@@ -20,37 +20,22 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 from pathlib import Path
 
 from golden_sets import ROOT, golden, vault_of
 
-from datasette_okf.evaluate import parse_mode
-from datasette_okf.retrieve import connection, context_for
-
-QUOTE = re.compile(r"(?<!\w)['‘\"“]([^'’\"”]{12,}?)['’\"”](?!\w)")
+from datasette_okf.evaluate import evened, parse_mode
+from datasette_okf.retrieve import context_for
 
 
-def even(text: str) -> str:
-    """Markup and spacing evened out, lower case: a quote and the context compare as words."""
-    return re.sub(r"\s+", " ", re.sub(r"[*_`|>#\[\]]+", " ", text)).strip().lower()
-
-
-def quoted_evidence(db: Path, questions: list[dict]) -> list[tuple[dict, list[str]]]:
-    """(question, its quotes that some chunk holds), for the answerable questions that have any."""
-    held = even(" ".join(text for (text,) in connection(db).execute("select text from chunks")))
-    out = []
-    for question in questions:
-        quotes = [even(q) for q in QUOTE.findall(question.get("why", "")) if len(q.split()) >= 3]
-        quotes = [q for q in quotes if q in held]
-        if question["tier"] != "out" and quotes:
-            out.append((question, quotes))
-    return out
+def golden_answers(questions: list[dict]) -> list[tuple[dict, list[str]]]:
+    """(question, its answers evened out), for the questions that have any."""
+    return [(q, [evened(a) for a in q["answers"]]) for q in questions if q.get("answers")]
 
 
 def answer_evidence(corpus: Path) -> list[tuple[dict, list[str]]]:
     questions = json.loads((corpus / "questions.json").read_text())
-    return [(q, [even(q["answer"])]) for q in questions if even(q["answer"]) not in ("yes", "no")]
+    return [(q, [evened(q["answer"])]) for q in questions if evened(q["answer"]) not in ("yes", "no")]
 
 
 def later_sections(name: str) -> list[dict]:
@@ -72,7 +57,7 @@ def found_in_notes(db: Path, questions: list[dict], mode: str) -> tuple[int, lis
     """How many later-section quotes the required note's block holds, and the ids of those it does not."""
     name, options = parse_mode(mode)
     missing = [q["id"] for q in questions
-               if even(q["quote"]) not in even(note_block(context_for(db, q["question"], mode=name, **options),
+               if evened(q["quote"]) not in evened(note_block(context_for(db, q["question"], mode=name, **options),
                                                           q["required"][0]))]
     return len(questions) - len(missing), missing
 
@@ -83,7 +68,7 @@ def found(db: Path, evidence: list[tuple[dict, list[str]]], mode: str) -> tuple[
     hits = total = 0
     missing = []
     for question, pieces in evidence:
-        context = even(context_for(db, question["question"], mode=name, **options)["context"])
+        context = evened(context_for(db, question["question"], mode=name, **options)["context"])
         held = sum(piece in context for piece in pieces)
         hits, total = hits + held, total + len(pieces)
         if held < len(pieces):
@@ -104,7 +89,7 @@ def main() -> None:
         if name.startswith("hotpotqa"):
             evidence = answer_evidence(Path(args.shared) / "corpora" / "hotpotqa-mini")
         else:
-            evidence = quoted_evidence(db, golden(f"check/{name}" if "-check" in name else name))
+            evidence = golden_answers(golden(f"check/{name}" if "-check" in name else name))
         for mode in args.modes.split(","):
             hits, total, missing = found(db, evidence, mode)
             listed = " ".join(missing) if len(missing) <= 15 else f"{len(missing)} questions"

@@ -1,9 +1,11 @@
-"""Golden sets: run context_for in several modes side by side and report recall, hits, size and rejection."""
+"""Golden sets: run context_for in several modes side by side and report recall, hits, size, rejection, and
+whether the answer's words reached the context."""
 
 from __future__ import annotations
 
 import functools
 import json
+import re
 import statistics
 from collections import defaultdict
 from pathlib import Path
@@ -44,7 +46,16 @@ def load_golden(path: Path | str) -> list[dict[str, Any]]:
             raise ValueError(f"{path}: question {q.get('id', n)!r}: tier must be one of {', '.join(TIERS)}")
         if not isinstance(q.get("required", []), list):
             raise ValueError(f"{path}: question {q.get('id', n)!r}: required must be a list of notes")
+        answers = q.get("answers", [])
+        if not isinstance(answers, list) or not all(isinstance(a, str) and a.strip() for a in answers):
+            raise ValueError(f"{path}: question {q.get('id', n)!r}: answers must be a list of the notes' words")
     return questions
+
+
+def evened(text: str) -> str:
+    """Markup and spacing evened out, lower case: an answer written from a note and the context compare as words
+    (`**Time:** 04 Dawnmarch` in the note, "time: 04 dawnmarch" in the golden set)."""
+    return re.sub(r"\s+", " ", re.sub(r"[*_`|>#\[\]]+", " ", text)).strip().casefold()
 
 
 def _matches(required: str, node: dict[str, Any]) -> bool:
@@ -71,7 +82,9 @@ def _never_offered(conn: Any, required: str) -> str | None:
 
 
 def evaluate(db: Any, golden: list[dict[str, Any]], modes: list[str], **options: Any) -> dict[str, Any]:
-    """Per mode and tier: recall, hit@1, mean notes and tokens in context, rejection rates, latency."""
+    """Per mode and tier: recall, hit@1, mean notes and tokens in context, rejection rates, latency, and the share of
+    a question's `answers` (the notes' own words that answer it) the context holds: note recall counts a note whose
+    answering section the context does not show."""
     conn = connection(db)
     never_offered = functools.cache(lambda required: _never_offered(conn, required))  # the same in every mode
     report: dict[str, Any] = {"modes": {}, "questions": len(golden),
@@ -86,6 +99,9 @@ def evaluate(db: Any, golden: list[dict[str, Any]], modes: list[str], **options:
             found = [r for r in required if any(_matches(r, n) for n in nodes)]
             missed = [r for r in required if r not in found]
             first = nodes[:RECALL_AT]
+            answers = q.get("answers", [])
+            context = evened(result["context"]) if result["confident"] else ""
+            unshown = [a for a in answers if evened(a) not in context]
             per_tier[q["tier"]].append({
                 "id": q["id"],
                 "recall": len(found) / len(required) if required else None,
@@ -94,6 +110,8 @@ def evaluate(db: Any, golden: list[dict[str, Any]], modes: list[str], **options:
                 "hit1": bool(nodes) and any(_matches(r, nodes[0]) for r in required),
                 "notes": len(nodes),
                 "tokens": estimate_tokens(result["context"]) if result["confident"] else 0,
+                "answers": 1 - len(unshown) / len(answers) if answers else None,
+                "answers_unshown": unshown,
                 "rejected": not result["confident"],
                 "ms": result["timings_ms"]["total"],
                 "missed": missed,
@@ -127,6 +145,7 @@ def _summary(tier: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
         "hit1": _mean([float(r["hit1"]) for r in answered]),
         "notes": _mean([r["notes"] for r in rows]),
         "tokens": _mean([r["tokens"] for r in rows]),
+        "answers": _mean([r["answers"] for r in rows if r.get("answers") is not None]),
         **rates,
         "p50_ms": round(statistics.median([r["ms"] for r in rows]), 1) if rows else None,
     }
@@ -138,11 +157,11 @@ def _mean(values: list[float]) -> float | None:
 
 def misses(report: dict[str, Any]) -> str:
     """Every miss, mode by mode: a required note not in the context (with the notes that came instead, and why
-    each came), a question wrongly rejected, or an out-of-bundle question answered."""
+    each came), an answer's words not in it, a question wrongly rejected, or an out-of-bundle question answered."""
     lines = []
     for spec, tiers in report["modes"].items():
         wrong = [r for r in tiers["per_question"].values()
-                 if r["missed"] or (r["tier"] == "out") != r["rejected"]]
+                 if r["missed"] or r.get("answers_unshown") or (r["tier"] == "out") != r["rejected"]]
         lines.append(f"## {spec}: {len(wrong)} of {len(tiers['per_question'])} questions missed")
         for r in wrong:
             lines.append(f"\n{r['id']} ({r['tier']}): {r['question']}")
@@ -153,6 +172,8 @@ def misses(report: dict[str, Any]) -> str:
             for path in r["missed"]:
                 why = r.get("missed_why", {}).get(path)
                 lines.append(f"  missed: {path}" + (f" — {why}" if why else ""))
+            for words in r.get("answers_unshown", []):
+                lines.append(f"  answer not in the context: {words!r}")
             for node in r["got"]:
                 lines.append(f"  got: {node['id']} — {node['via']}")
         lines.append("")
@@ -160,7 +181,7 @@ def misses(report: dict[str, Any]) -> str:
 
 
 def as_table(report: dict[str, Any], markdown: bool = False) -> str:
-    header = ["mode", "tier", "n", "recall", "recall@5", "hit@1", "notes", "tokens", "out rejected",
+    header = ["mode", "tier", "n", "recall", "recall@5", "hit@1", "notes", "tokens", "answers shown", "out rejected",
               "answerable rejected", "p50 ms"]
     lines = []
     for spec, tiers in report["modes"].items():
@@ -169,7 +190,7 @@ def as_table(report: dict[str, Any], markdown: bool = False) -> str:
                 continue
             s = tiers[tier]
             cells = [spec, tier, s["n"], s["recall"], s["recall_at_5"], s["hit1"], s["notes"], s["tokens"],
-                     s.get("rejection_rate"), s.get("false_rejection_rate"), s["p50_ms"]]
+                     s.get("answers"), s.get("rejection_rate"), s.get("false_rejection_rate"), s["p50_ms"]]
             lines.append(["" if c is None else str(c) for c in cells])
     if markdown:
         out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]

@@ -303,6 +303,35 @@ def test_evaluate_by_question_lists_each_miss_and_the_calibration(tmp_path, camp
     assert "Gate: vector threshold" in result.output and "off-topic questions" in result.output
 
 
+def test_evaluate_says_whether_the_answers_words_reached_the_context(tmp_path, campaign_db):
+    """Note recall counts a note whose answering section the context does not show (Thellade-check at stop 36: 30
+    of its 32 missing answer quotes were in a note shown). A golden question's `answers`, the notes' own words that
+    answer it, are looked for in the context, markup and spacing evened out; each absent one is listed."""
+    golden = tmp_path / "golden.json"
+    golden.write_text(json.dumps([
+        {"id": "tinker", "tier": "lookup", "question": "Who does the Tinker work for, and since when?",
+         "required": ["people/teodor-vask.md"],
+         "answers": ["Since the twentieth of Frostfall 1346 Teodor has been a paid agent of the Sable Accord",
+                     "He keeps a second shop in Kestrel Point"]},
+    ]))
+    result = CliRunner().invoke(cli, ["okf", "evaluate", str(campaign_db), str(golden), "--modes", "hybrid",
+                                      "--format", "json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    row = report["modes"]["hybrid"]["per_question"]["tinker"]
+    assert row["recall"] == 1.0 and row["answers"] == 0.5  # the first is in the note's Secrets, written with a link
+    assert row["answers_unshown"] == ["He keeps a second shop in Kestrel Point"]
+    assert report["modes"]["hybrid"]["all"]["answers"] == 0.5
+    table = CliRunner().invoke(cli, ["okf", "evaluate", str(campaign_db), str(golden), "--modes", "hybrid",
+                                     "--by-question"]).output
+    assert "answers shown" in table.splitlines()[0]
+    assert "tinker (lookup): Who does the Tinker work for, and since when?\n" in table
+    assert "answer not in the context: 'He keeps a second shop in Kestrel Point'" in table
+    (tmp_path / "bad.json").write_text(json.dumps([{"id": "q", "tier": "lookup", "question": "Who?", "answers": "x"}]))
+    refused = CliRunner().invoke(cli, ["okf", "evaluate", str(campaign_db), str(tmp_path / "bad.json")])
+    assert refused.exit_code == 1 and "answers must be a list of the notes' words" in refused.output
+
+
 def test_evaluate_by_question_says_when_a_missed_note_is_one_retrieval_never_offers(tmp_path):
     """An unfilled template without frontmatter links (a vault's blank settlement page): no mode can bring it, and
     the miss says so, so a golden set's author fixes the note or the question instead of tuning retrieval."""
