@@ -1418,8 +1418,9 @@ def fill_budget(question: str, nodes: list[Node], chunks: dict[str, list[dict[st
     """5. Nodes in order while `NOTES_SHARE` of the budget lasts, each with its facts and its best chunk (the first,
     when two lists agree on it, with its best two: AGREED_CHUNKS); the first node that did not fit whole then comes
     with the start of its chunk, if `CUT_ROOM` tokens are left for it (its title and first sentence say what it is);
-    then, to the whole budget, more of the seeds' chunks: each seed's next nearest, in turn (one seed's every
-    section before the next seed's second held 7 fewer answer quotes of the 343). Everything rendered counts.
+    then, to the whole budget, the chunks holding the question's words nothing shown holds (5b), and more of the
+    seeds' chunks: each seed's next nearest, in turn (one seed's every section before the next seed's second held 7
+    fewer answer quotes of the 343). Everything rendered counts.
     At equal walk score a non-stale node goes first, then the more trusted one. Each node's block comes in pieces:
     as chosen, then each chunk added after."""
     for_notes = int(budget * NOTES_SHARE)
@@ -1479,9 +1480,10 @@ def fill_budget(question: str, nodes: list[Node], chunks: dict[str, list[dict[st
 def show_the_rest_of_the_question(question: str, picked: list[Node], rest: dict[str, list[dict[str, Any]]],
                                   parts: dict[str, list[str]], used: int, budget: int) -> int:
     """5b. The last quarter's first chunks: of any note picked, walked ones too, the chunk that holds the most of
-    the question's words that nothing shown holds, while one holds any and fits ("…belongs to a secret society.
-    Who founded it, and what is its symbol?": the society's founding and its symbol, sections the cosine to the
-    whole question did not choose). Each is taken out of `rest`; the tokens used so far come back."""
+    the question's words that nothing shown holds, while one holds any and fits ("Another faction was rumoured to
+    be stoking the merchant tensions… What oath do its members swear?": the walked Silver Chain's Oaths, a section
+    the cosine to the whole question did not choose). Each is taken out of `rest`; the tokens used so far come
+    back."""
     shown = held(question, "\n".join(line for node in picked for line in parts[node.id]))
     missing = asked(question) - shown
     offered = [(node, piece, chunk_block(piece)) for node in picked for piece in rest[node.id] if piece["text"]]
