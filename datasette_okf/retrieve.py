@@ -1393,11 +1393,11 @@ CUT_ROOM = 40  # tokens: the least room left (after its header) for which the fi
 # a note is breadth, and the answer is often the top note's second section ("Notes: There are nine exits" in a
 # tavern whose services table was nearer the question). Measured with benchmarks/evidence.py (docs/design.md §7.1).
 AGREED_CHUNKS = 2
-# Notes are chosen within this share of the budget; the rest shows more of the seeds, their next-nearest sections.
-# A real vault's note is long (Thellade's: 2,300 tokens in 14 sections) and a question asks two or three things of
-# it: at one section a note the LLM got the right notes and not the lines that answer (Thellade-check: 30 of 62
-# answer quotes shown, 30 of the others in a note shown but a section not). Measured with benchmarks/evidence.py
-# (README "Measured retrieval", stop 37): at a 3,000-token budget, notes within 2,250 of it: 239 -> 280 of 343 quotes
+# Notes are chosen within this share of the budget; the rest shows more of the notes found (fill_budget). A real
+# vault's note is long (those Thellade-check needs: 1,100 tokens in 9 sections) and a question asks two or three
+# things of it: at one section a note the LLM got the right notes and not the lines that answer (Thellade-check: 30
+# of 62 answer quotes shown, 30 of the others in a note shown but a section not). Measured with benchmarks/evidence.py
+# (README "Measured retrieval", stop 37): at a 3,000-token budget, notes within 2,250 of it: 239 -> 287 of 343 quotes
 # and four more required notes found, mean notes <= 9.8 a context; all 3,000 to notes: 260, and 10.5 notes.
 NOTES_SHARE = 0.75
 
