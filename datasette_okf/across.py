@@ -5,10 +5,10 @@ its own permissions), and one corpus that outgrows a file is split by bundle. Ea
 usual (its own seeds, gate, calibration and walk); `fuse` then ranks every confident database's notes by
 reciprocal rank fusion over their rank in their own answer (RRF, k = 60: the first note of each database comes
 before any second note; ties go to the higher own score, then to the database listed first) and packs their
-rendered blocks into the one budget's first three quarters in that order; the first that did not fit whole comes
-cut to the room left, and at most `MAX_NOTES`, as in one database. The last quarter then takes the chunks each database's own last quarter
-added to its notes, a note's next in turn, in the same order (retrieve.NOTES_SHARE). Each note and fact says which
-database it came from.
+rendered blocks into the one budget's first three quarters in that order, at most `MAX_NOTES`; the first that did
+not fit whole comes cut to the room left, as in one database. The last quarter then takes the chunks each
+database's own last quarter added to its notes, a note's next in turn, in the same order (retrieve.NOTES_SHARE).
+Each note and fact says which database it came from.
 Databases the caller may not see are never passed in (web.py asks Datasette's permissions first).
 """
 
@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-from itertools import zip_longest
 from pathlib import Path
 from typing import Any
 
 from .embed import EmbeddingError
 from .options import ContextOptions
-from .render import context_text, cut_to_fit, estimate_tokens, no_confident_match
+from .render import add_in_turns, context_text, cut_to_fit, estimate_tokens, no_confident_match
 from .retrieve import CUT_ROOM, MAX_NOTES, NOTES_SHARE, context_and_blocks
 from .schema import OutdatedDatabase
 
@@ -75,11 +74,7 @@ def fuse(question: str, answers: list[tuple[str, dict[str, Any], list[list[str]]
         start = cut_to_fit(head, body, for_notes - used - facts_cost, CUT_ROOM)
         if start is not None:
             take(rrf, name, {**node, "cut": True}, [f"{head}\n{start}"], own)
-    for turn in zip_longest(*more):  # the last quarter: each note's next added chunk, in turn
-        for block, piece in zip(picked_blocks, turn):
-            if piece and used + estimate_tokens(piece) + 1 <= budget:
-                used += estimate_tokens(piece) + 1
-                block.append(piece)
+    add_in_turns(picked_blocks, more, used, budget)  # the last quarter: each note's next added chunk, in turn
     per_database = {name: {key: answer.get(key) for key in ("confident", "reason", "vectors", "intent")}
                     | {"notes": len(answer["nodes"]), "ms": answer["timings_ms"].get("total")}
                     for name, answer, _ in answers}

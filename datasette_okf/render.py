@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from itertools import zip_longest
 from typing import Any
 
 
@@ -67,6 +68,18 @@ def cut_block(block: str, tokens: int) -> str:
     ends = [head.rfind("\n"), head.rfind(". ") + 1, head.rfind(" ")]
     end = next((at for at in ends if at > limit // 2), limit)
     return head[:end].rstrip() + CUT_MARK
+
+
+def add_in_turns(blocks: list[list[str]], queues: list[list[str | None]], used: int, budget: int) -> int:
+    """Each block's next piece from its queue (None: none this turn), every block's first before any block's
+    second, while each fits in `budget`; the tokens used come back. One database's seeds and several databases'
+    notes take their added chunks so (retrieve.fill_budget, across.fuse)."""
+    for turn in zip_longest(*queues):
+        for block, piece in zip(blocks, turn):
+            if piece and used + estimate_tokens(piece) + 1 <= budget:
+                used += estimate_tokens(piece) + 1
+                block.append(piece)
+    return used
 
 
 def cut_to_fit(head: str, body: str, room: int, least: int) -> str | None:

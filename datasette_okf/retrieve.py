@@ -17,7 +17,6 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
-from itertools import zip_longest
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -29,6 +28,7 @@ from .graph import WalkOptions
 from .markdown import slug
 from .options import BadOption, ContextOptions
 from .render import (
+    add_in_turns,
     chunk_block,
     context_text,
     cut_to_fit,
@@ -1467,13 +1467,10 @@ def fill_budget(question: str, nodes: list[Node], chunks: dict[str, list[dict[st
             kept_facts.extend(own_facts)
             parts[node.id], rest[node.id] = [f"{header}\n{start}"], []
     used = show_the_rest_of_the_question(question, picked, rest, parts, used, budget)
-    seeds = [node for node in picked if node.is_seed]
-    for turn in zip_longest(*(rest[node.id] for node in seeds)):  # each seed's next nearest chunk, in turn
-        for node, piece in zip(seeds, turn):
-            block = chunk_block(piece) if piece and piece["text"] else None
-            if block and used + estimate_tokens(block) + 1 <= budget:
-                used += estimate_tokens(block) + 1
-                parts[node.id].append(block)
+    seeds = [node for node in picked if node.is_seed]  # each seed's next nearest chunk, in turn
+    add_in_turns([parts[node.id] for node in seeds],
+                 [[chunk_block(piece) if piece["text"] else None for piece in rest[node.id]] for node in seeds],
+                 used, budget)
     return picked, [parts[n.id] for n in picked], kept_facts
 
 
@@ -1486,14 +1483,15 @@ def show_the_rest_of_the_question(question: str, picked: list[Node], rest: dict[
     back."""
     shown = held(question, "\n".join(line for node in picked for line in parts[node.id]))
     missing = asked(question) - shown
-    offered = [(node, piece, chunk_block(piece)) for node in picked for piece in rest[node.id] if piece["text"]]
-    offered = [(node, piece, block, held(question, block, missing)) for node, piece, block in offered] if missing else []
+    blocks = [(node, piece, chunk_block(piece)) for node in picked for piece in rest[node.id] if piece["text"]]
+    offered = [(node, piece, block, held(question, block, missing), estimate_tokens(block) + 1)
+               for node, piece, block in blocks] if missing else []
     while True:  # the first of the best: the earlier note, then its nearer chunk
-        fitting = [item for item in offered if used + estimate_tokens(item[2]) + 1 <= budget and item[3] - shown]
+        fitting = [item for item in offered if used + item[4] <= budget and item[3] - shown]
         if not fitting:
             return used
-        node, piece, block, words = max(fitting, key=lambda item: len(item[3] - shown))
-        used += estimate_tokens(block) + 1
+        node, piece, block, words, cost = max(fitting, key=lambda item: len(item[3] - shown))
+        used += cost
         parts[node.id].append(block)
         rest[node.id].remove(piece)
         shown |= words

@@ -133,7 +133,7 @@ def held(question: str, text: str, among: Iterable[int] | None = None) -> frozen
     (C speed), and only where one is found as a whole token. A few µs a section (docs/design.md §7.3)."""
     finders = _finders(question)
     folded = text.casefold()
-    return frozenset(place for place in (asked(question) if among is None else among)
+    return frozenset(place for place in (range(len(finders)) if among is None else among)
                      if any(start in folded for start in finders[place][0]) and finders[place][1].search(folded))
 
 
