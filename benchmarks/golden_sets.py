@@ -18,6 +18,8 @@ vectors), then runs `datasette_okf.evaluate` on it. The sets:
   thellade and 13th-age; their first run measured how far the tuning on the other sets carries to new questions
 - thellade-check2, 13th-age-check2: 24 more each, written the same way at the end of stop 36, after its changes;
   never looked at question by question
+- thellade-check3, 13th-age-check3: 40 more each (8-10 lookup, 16 linked note, 8-10 temporal, 6 out), written the
+  same way at the start of stop 38; their first run, on stop 37's code and on stop 38's first change, read as totals
 
 musique-mini is the held-out test set: this script never touches it.
 """
@@ -62,6 +64,8 @@ def sets(shared: Path) -> dict[str, tuple[list[Path], list[dict], dict]]:
         "13th-age-check": ([corpora / "13th-age-srd-vault" / "vault"], golden("check/13th-age-check"), {}),
         "thellade-check2": ([corpora / "thellade-campaign-vault" / "vault"], golden("check/thellade-check2"), {}),
         "13th-age-check2": ([corpora / "13th-age-srd-vault" / "vault"], golden("check/13th-age-check2"), {}),
+        "thellade-check3": ([corpora / "thellade-campaign-vault" / "vault"], golden("check/thellade-check3"), {}),
+        "13th-age-check3": ([corpora / "13th-age-srd-vault" / "vault"], golden("check/13th-age-check3"), {}),
     }
 
 
@@ -79,7 +83,7 @@ def main() -> None:
     parser.add_argument("--shared", default=str(ROOT.parent / "shared"))
     parser.add_argument("--work", default="build/golden")
     parser.add_argument("--sets", default="examples,examples-mentions,thellade,13th-age,okf-samples,hotpotqa,hotpotqa-mentions,thellade-check,"
-                        "13th-age-check,thellade-check2,13th-age-check2")
+                        "13th-age-check,thellade-check2,13th-age-check2,thellade-check3,13th-age-check3")
     parser.add_argument("--modes", default=MODES)
     parser.add_argument("--by-question", action="store_true")
     parser.add_argument("--save", help="write the whole report as JSON here")
