@@ -430,6 +430,7 @@ class Node:
         if why["kind"] == "series":
             return "series: " + ", ".join(f"{side} {why[side]}" for side in ("after", "before") if why[side])
         text = found_in(why)
+        text += f", linked with {why['linked_with']}" if why.get("linked_with") else ""
         text += f" (resolved from superseded {why['resolved_from']})" if why.get("resolved_from") else ""
         return text + (f" (second round, through {why['bridged_from']})" if why.get("bridged_from") else "")
 
@@ -478,6 +479,7 @@ def context_and_blocks(db: Any, question: str, options: ContextOptions | None = 
     nodes = offer(query, seeds, walked)
     if query.options.mode == "hybrid" and query.options.hops and confident and nodes:  # hops 0: no walk, no slots
         nodes += next_in_lists(query, fused, seeds, nodes)
+        nodes += linked_guesses(query, fused, seeds, nodes)
     if confident and nodes:
         nodes += _timed(query, "series", series, query, nodes)
     facts = find_facts(query, nodes, run=confident)
@@ -765,7 +767,7 @@ def _bridged_scores(seeds: list[Seed], count: int) -> list[float]:
 
 
 def _below_first_round(first: list[Seed], count: int) -> list[float]:
-    """`count` places just below the weakest first-round seed, each below the one before."""
+    """`count` places just below the weakest of these seeds, each below the one before."""
     floor = min((s.rrf for s in first), default=0.0)
     return [round(floor * 0.9 ** (i + 1), 6) for i in range(count)]
 
@@ -873,6 +875,40 @@ def offer(query: Query, seeds: list[Seed], walked: list[Arrival]) -> list[Node]:
     ]
     return _marked_stale(query, nodes)
 
+
+# A note among the vector list's first LINKED_GUESS_RANK that no other list ranks well has one vote in the fusion, and
+# falls below notes two lists found halfway down: a question that describes a rule in other words than its note ("the
+# weak, disposable kind that come in crowds": 13th Age's Mooks, the vector list's 3rd, fused 7th) never had it
+# offered. A link between it and a note already offered is a second, independent vote: it comes just below the
+# weakest seed (docs/design.md §5.11). Every development set: Mooks and 13th-Age-check's Other Damage Types found,
+# no required note lost; the vector list's first 3, 5 or 6 found the same.
+LINKED_GUESS_RANK = 4
+LINKED_GUESS_SQL = """select id, linked_with from (
+  select guess.key as place, guess.value as id, (
+      select offered.value from json_each(:offered) as offered
+      where exists (select 1 from edges where edges.src = guess.value and edges.dst = offered.value)
+         or exists (select 1 from edges where edges.dst = guess.value and edges.src = offered.value)
+      order by offered.key limit 1) as linked_with
+  from json_each(:guesses) as guess
+)
+where linked_with is not null
+order by place"""
+
+
+def linked_guesses(query: Query, fused: list[dict[str, Any]], seeds: list[Seed], nodes: list[Node]) -> list[Node]:
+    """3b. The vector list's first notes that nothing offered yet, each linked with a note that is: just below the
+    weakest seed, in the vector list's order."""
+    offered = [n.id for n in nodes]
+    guesses = [row["id"] for row in fused
+               if (row.get("vector_rank") or LINKED_GUESS_RANK + 1) <= LINKED_GUESS_RANK and row["id"] not in offered]
+    if not guesses:
+        return []
+    rows = query.run("linked", LINKED_GUESS_SQL, {"guesses": json.dumps(guesses), "offered": json.dumps(offered)})
+    ranks = {row["id"]: {name: row.get(f"{name}_rank") for name in query.lists} for row in fused}
+    return _marked_stale(query, [
+        Node(query.concepts[row["id"]], score, {"kind": "linked", "ranks": ranks[row["id"]],
+                                                "linked_with": row["linked_with"]})
+        for row, score in zip(rows, _below_first_round(seeds, len(rows)))])
 
 # When the walk has fewer notes to add than it has slots (a bundle with few links: hotpotqa-mini's paragraphs have
 # none, and its contexts held 5.4 notes of a budget they did not fill), the fused lists' next notes take the slots
@@ -1016,9 +1052,13 @@ SERIES_REACH = 20  # notes either way of a found one where a member the question
 SERIES_SHARE = 0.99
 SERIES_MOST = 1000  # steps along a series to its end: a bound, never reached by a real one
 # A series member the question asks for, and how the why line says so (web.why_parts too)
+FOUND_IN = {"next": "next in the lists: ", "linked": "linked guess: "}
+
+
 def found_in(why: dict[str, Any]) -> str:
-    """The lists that found a seed or the lists' next note: "seed: title+fts", "next in the lists: vector"."""
-    return ("next in the lists: " if why["kind"] == "next" else "seed: ") + "+".join(
+    """The lists that found a seed, the lists' next note or a linked guess: "seed: title+fts", "next in the lists:
+    vector", "linked guess: vector"."""
+    return FOUND_IN.get(why["kind"], "seed: ") + "+".join(
         name for name, rank in why["ranks"].items() if rank) + (", its list's clear first" if why.get("leads") else "")
 
 

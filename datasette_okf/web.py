@@ -260,8 +260,10 @@ def why_parts(why: dict[str, Any], via: str, titles: dict[str, str]) -> list[tup
             if why.get(side):
                 parts += [(", " if len(parts) > 1 else "", None), (f"{side} ", None), note(why[side])]
         return parts
-    if kind in ("seed", "next"):
+    if kind in ("seed", "next", "linked"):
         parts = [(found_in(why), None)]
+        if why.get("linked_with"):
+            parts += [(", linked with ", None), note(why["linked_with"])]
         if why.get("resolved_from"):
             parts += [(" (resolved from superseded ", None), note(why["resolved_from"]), (")", None)]
         if why.get("bridged_from"):

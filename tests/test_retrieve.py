@@ -1,6 +1,7 @@
 """context_for on the example campaign, with the real default model."""
 
 import json
+from dataclasses import replace
 
 import pytest
 from click.testing import CliRunner
@@ -145,6 +146,51 @@ def test_the_lists_next_notes_take_the_slots_a_walk_without_links_left(tmp_path)
     assert max(n["score"] for n in nexts) < min(n["score"] for n in result["nodes"] if n["why"]["kind"] == "seed")
     assert all(n["why"]["kind"] != "next" for n in context_for(tmp_path / "p.db", "Which granite cape lighthouse?",
                                                                mode="keyword")["nodes"])  # the modes with k notes
+
+
+def test_the_vector_lists_first_notes_linked_with_a_note_offered_come_after_the_seeds(tmp_path):
+    """A question that describes a rule in other words than its note ("the weak, disposable kind that come in
+    crowds": 13th Age's Mooks) has it from the vector list alone, and the fusion puts it below notes two lists found
+    halfway down: never offered. A link with a note already offered is a second vote: it comes after the seeds, in
+    the vector list's order. One the vector list ranks fifth, one linked with nothing offered, and one already
+    offered do not (docs/design.md §5.11)."""
+    from datasette_okf.retrieve import LINKED_GUESS_RANK, Node, Seed, linked_guesses, open_query
+    from datasette_okf.store import build
+
+    root = write_bundle(tmp_path / "rules", {
+        "Combat.md": "How a fight runs. See [[Damage]].\n",
+        "Damage.md": "Hit points go down.\n",
+        "Mooks.md": "Feeble monsters in mobs. Excess damage carries to the next one.\n",  # links nothing
+        "Swarms.md": "Many small monsters as one. See [[Combat]].\n",
+        "Minions.md": "Like [[Damage]], but smaller.\n",
+        "Fumbles.md": "A natural 1. See [[Damage]].\n",
+        "Lore.md": "Old stories.\n",
+        "Rules Index.md": "[[Mooks]] and [[Combat]] rules.\n",
+    })
+    build([root], tmp_path / "r.db")  # with vectors: a database without has no vector list to guess from
+    query = open_query(tmp_path / "r.db", "Which enemies are the weak, disposable kind that come in crowds?",
+                       replace(ContextOptions(), mode="hybrid"))
+    row = {"title_rank": None, "fts_rank": None}
+    fused = [{**row, "id": "rules/Combat", "fts_rank": 1, "vector_rank": 6, "rrf": 0.032},
+             {**row, "id": "rules/Mooks", "vector_rank": 1, "rrf": 0.016},  # linked from the index, not offered
+             {**row, "id": "rules/Lore", "vector_rank": 2, "rrf": 0.016},  # linked with nothing
+             {**row, "id": "rules/Swarms", "vector_rank": 3, "rrf": 0.016},  # links to Combat, a seed
+             {**row, "id": "rules/Damage", "vector_rank": 4, "rrf": 0.016},  # offered already
+             {**row, "id": "rules/Fumbles", "vector_rank": LINKED_GUESS_RANK + 1, "rrf": 0.015}]
+    query.know([r["id"] for r in fused] + ["rules/Rules Index"])
+    seeds = [Seed("rules/Combat", "Combat.md", "Combat", {"title": None, "fts": 1, "vector": 6}, 0.032)]
+    offered = [Node(query.concepts["rules/Combat"], 0.032, {"kind": "seed", "ranks": seeds[0].ranks}),
+               Node(query.concepts["rules/Rules Index"], 0.016, {"kind": "hop", "hop": 1, "from": "rules/Combat",
+                                                                  "predicate": "links_to"}),
+               Node(query.concepts["rules/Damage"], 0.008, {"kind": "hop", "hop": 1, "from": "rules/Combat",
+                                                             "predicate": "links_to"})]
+    guesses = linked_guesses(query, fused, seeds, offered)
+    assert [(g.id, g.why["linked_with"]) for g in guesses] == [("rules/Mooks", "rules/Rules Index"),
+                                                                ("rules/Swarms", "rules/Combat")]
+    assert 0.032 > guesses[0].score > guesses[1].score > 0.016  # below every seed, above the walk's first
+    assert guesses[0].via == "linked guess: vector, linked with rules/Rules Index"
+    assert [r["id"] for r in query.run("linked", query.sql["linked"], query.params["linked"])] == [
+        "rules/Mooks", "rules/Swarms"]  # the stage's statement, rerun from what the response shows
 
 
 def test_a_walked_note_says_it_came_by_the_seed_whose_slot_it_took(campaign_db):

@@ -373,6 +373,16 @@ def test_a_series_note_the_question_named_says_so_on_the_page():
     assert ("Glyphs, Chains, and Shadows", "v/Campaign 3 - Session 10") in parts  # linked, the id on hover
 
 
+def test_a_linked_guess_says_which_list_guessed_it_and_the_note_it_is_linked_with():
+    """The vector list's guess a link confirmed (docs/design.md §5.11): the page names the note, by title, linked."""
+    from datasette_okf.web import why_parts
+
+    why = {"kind": "linked", "ranks": {"title": None, "fts": None, "vector": 3}, "linked_with": "v/Monster-Rules"}
+    parts = why_parts(why, "", {"v/Monster-Rules": "Monster Rules"})
+    assert "".join(text for text, _ in parts) == "linked guess: vector, linked with Monster Rules"
+    assert ("Monster Rules", "v/Monster-Rules") in parts
+
+
 def test_a_note_the_lists_put_in_a_slot_the_walk_left_says_so_with_its_ranks(tmp_path):
     """A bundle without links leaves the walk's slots to the lists' next notes (docs/design.md §5.10): the page says
     "next in the lists" and which lists ranked them where, as it does for a seed."""
