@@ -52,6 +52,7 @@ from .titles import (
     kinds_asked,
     number_after,
     numbered,
+    of_another,
     spoken_names,
     words,
 )
@@ -1101,9 +1102,13 @@ def series(query: Query, nodes: list[Node]) -> list[Node]:
     query.know([row["id"] for row in rows])
     best = _best_per_pair([row for row in rows if row["role"] == "named"], score, query)
     added: dict[str, Node] = {}
+    pairs = json.loads(params["named"])
     for row in rows:
         if row["role"] in ("adjacent", "answered", "found") or row["role"] == "named" and row is not best[row["pair"]]:
             continue
+        if row["role"] == "end" and of_another(query.concepts[row["id"]]["path"],
+                                               query.concepts[row["after"] or row["before"]]["path"], pairs):
+            continue  # "How did Group 4 get from … to …": not the ends of Campaign 2's sessions a walk brought
         if row["role"] == "named":  # the question names it ("Group 3's session 9"): right after the best note found
             wanted = round(max(score.values()) * SERIES_SHARE, 6)
         else:

@@ -224,6 +224,27 @@ def carries(name: str, word: str, others: Iterable[int]) -> bool:
     return bool(set(others) & set(rest))
 
 
+
+def _labels(name: str) -> set[tuple[str, int]]:
+    """The (word, number) pairs of a file name (`name`: a title, or a path): "Campaign 2 - Session 07 - …" ->
+    {("campaign", 2), ("session", 7)}; a date's numbers follow no word."""
+    tokens = words(name.rsplit("/", 1)[-1].removesuffix(".md"))
+    return {(_stem(here), int(following)) for here, following in itertools.pairwise(tokens)
+            if following.isdigit() and not here.isdigit()}
+
+
+def of_another(name: str, neighbour: str, pairs: list[list[Any]]) -> bool:
+    """Whether a series member (`name`, next to the found member `neighbour`) is of another series than the one the
+    question numbers. What the two names share says whose series it is ("Campaign 2" in "Campaign 2 - Session 06"
+    and "… Session 07"); a question's `numbered` pair says whose it asks about when its word is that one, or one the
+    names do not number ("Group 4": the files say "Campaign"). Another series when the question says whose and none
+    of what it says is the series'. Names that share nothing ("session-04", "2026-11-30") say nothing."""
+    shared = _labels(name) & _labels(neighbour)
+    labelled = {word for word, _ in shared}
+    whose = [(word, number) for word, number in pairs if word in labelled or number_after(name, word) is None]
+    return bool(shared) and bool(whose) and not any(
+        (word, number) in shared if word in labelled else number in {n for _, n in shared} for word, number in whose)
+
 # A question that asks who or which of many ("Who are the members of the Red Runners?", "Which people can be found in
 # Kanda?") is answered by the notes linking to the one it names; a vault often keeps them as unfilled templates,
 # never offered as notes, whose frontmatter link is all they say (Thellade's sixteen Red Runners). Of those, the

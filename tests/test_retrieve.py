@@ -626,6 +626,30 @@ def test_the_last_or_first_member_of_a_series_the_question_asks_for_comes_right_
     assert "series_end" not in other["sql"]  # no note is numbered by "time"
 
 
+def test_a_question_that_numbers_its_group_gets_no_ends_of_another_groups_series(tmp_path, monkeypatch):
+    """"How did Group 4 get from their meeting at the Gilded Hound Inn to facing Herald Elandor's judgement?"
+    (Thellade-check3): the walk brought Campaign 2's session 7 (Elandor's ally), the series stage added its sessions
+    6 and 8 for a question about how things went, and Group 4's session 6 no longer fitted the budget. A question
+    that numbers whose series it asks about gets the ends of that series only (titles.of_another)."""
+    from datasette_okf import retrieve
+    from datasette_okf.store import build
+
+    said = {(2, 3): "the judgement of the herald", (4, 2): "the meeting at the inn", (4, 3): "the judgement came"}
+    files = {f"Sessions/Campaign {c}/Campaign {c} - Session {n:02d} - Part {n}.md":
+             f"Group {c}, session {n}: {said.get((c, n), 'they slept')}.\n" for c in (2, 4) for n in range(1, 6)}
+    build([write_bundle(tmp_path / "vault", files)], tmp_path / "v.db", embed=False)
+    question = "How did Group 4 get from the meeting at the inn to the judgement of the herald?"
+
+    def series_notes():
+        result = context_for(tmp_path / "v.db", question, max_seeds=3, hops=0)
+        return {n["title"] for n in result["nodes"] if n["why"]["kind"] == "series"}
+
+    assert series_notes() == {"Campaign 4 - Session 01 - Part 1", "Campaign 4 - Session 04 - Part 4"}
+    monkeypatch.setattr(retrieve, "of_another", lambda name, neighbour, pairs: False)  # before: Campaign 2's ends too
+    assert series_notes() == {"Campaign 4 - Session 01 - Part 1", "Campaign 4 - Session 04 - Part 4",
+                              "Campaign 2 - Session 02 - Part 2", "Campaign 2 - Session 04 - Part 4"}
+
+
 def test_the_frontmatter_links_of_the_note_asked_about_reach_the_llm_as_facts(tmp_path):
     """A vault keeps what an NPC belongs to in frontmatter ("organization: [[The Sable Accord]]"), which the note's
     text need not say: the first note's first PROPERTY_FACTS links come as fact lines; other notes' do not (all of

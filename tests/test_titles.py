@@ -16,6 +16,7 @@ from datasette_okf.titles import (
     nicknamed,
     number_after,
     numbered,
+    of_another,
     spellings,
 )
 
@@ -232,6 +233,23 @@ def test_a_file_name_carries_the_questions_other_number_besides_its_own():
     assert not carries("Campaign 3 - Session 09", "session", [9])  # its own number
     assert carries("Campaign 9 - Session 09", "session", [9])  # both
     assert not carries("When Memory Burns", "session", [3])  # no number after the word
+
+
+def test_a_series_member_of_another_groups_series_than_the_question_numbers():
+    """"How did Group 4 get from … to …": Campaign 2's sessions share "Campaign 2", whose series they are, and the
+    question says group 4, a word their names do not number. Names that share nothing say nothing."""
+    six, seven = "Notes/Campaign 2 - Session 06 - Into the Hollow Flame.md", "Campaign 2 - Session 07 - The Light"
+    group_4 = numbered("How did Group 4 get from the inn to the judgement?")
+    assert of_another(six, seven, group_4)
+    assert not of_another("Campaign 4 - Session 04 - Ash.md", "Campaign 4 - Session 05 - Tide.md", group_4)
+    assert of_another("Campaign 2 - Session 04 - Ash", "Campaign 2 - Session 05 - Tide", group_4)  # 4, the session's
+    assert not of_another(six, seven, numbered("How did things go after session 5?"))  # only a member's number
+    assert of_another(six, seven, numbered("How did Group 3's session 5 go?"))
+    assert of_another(six, seven, numbered("How did Campaign 4 go from the inn to the judgement?"))  # its own word
+    assert not of_another(six, seven, numbered("How did Campaign 2 go from the inn to the judgement?"))
+    assert not of_another("session-04.md", "session-05.md", group_4)  # nothing shared
+    assert not of_another("2026-11-30.md", "2026-12-01.md", numbered("What happened in week 3?"))  # a date's numbers
+    assert not of_another(six, seven, [])  # the question numbers nothing
 
 
 def test_how_a_question_hedges_is_not_what_it_asks_about():
