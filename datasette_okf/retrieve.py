@@ -1093,13 +1093,18 @@ def series(query: Query, nodes: list[Node]) -> list[Node]:
     names by number ("session 9"), right after the found member of their series. One recursive statement over
     the build's `sequence` edges."""
     ordered = bool(_UNFOLDING_QUESTION.search(query.question))
-    score = {n.id: n.score for n in nodes}
-    params = {"nodes": json.dumps(list(score)), "max_gap": SERIES_GAP + 1,
+    params = {"nodes": json.dumps([n.id for n in nodes]), "max_gap": SERIES_GAP + 1,
               "ends": int(bool(_SEQUENCE_QUESTION.search(query.question))),
               "named": json.dumps(numbered(query.question)), "others": json.dumps(_other_numbers(query.question)),
               "reach": SERIES_REACH}
     rows = query.run("series", SERIES_SQL if params["named"] != "[]" else SERIES_UNNAMED_SQL, params)
     query.know([row["id"] for row in rows])
+    adjacent = [(row["after"] or row["before"], row["id"]) for row in rows if row["role"] == "adjacent"]
+    if ordered:  # sessions found next to each other, however they came, follow each other: 6, then 7, then 8
+        _in_order(nodes, adjacent)  # first: an end follows the member it continues where that member now stands
+    elif params["ends"]:  # "what happened next": a neighbour the walk brought stands at least where an end would
+        _at_least(nodes, adjacent, WALK_SHARE)
+    score = {n.id: n.score for n in nodes}
     best = _best_per_pair([row for row in rows if row["role"] == "named"], score, query)
     added: dict[str, Node] = {}
     pairs = json.loads(params["named"])
@@ -1131,11 +1136,6 @@ def series(query: Query, nodes: list[Node]) -> list[Node]:
         else:
             added[end_id] = Node(query.concepts[end_id], wanted,
                                  {"kind": "series", "role": towards, "after": start, "before": None})
-    adjacent = [(row["after"] or row["before"], row["id"]) for row in rows if row["role"] == "adjacent"]
-    if ordered:  # sessions found next to each other, however they came, follow each other: 6, then 7, then 8
-        _in_order(nodes, adjacent)
-    elif params["ends"]:  # "what happened next": a neighbour the walk brought stands at least where an end would
-        _at_least(nodes, adjacent, WALK_SHARE)
     # "Group 2's session 7": the walk brought session 7 from session 6, a seed, at half its score; it follows it
     answered = _best_per_pair([row for row in rows if row["role"] == "answered"], score, query)
     _in_order(nodes, [(row["after"], row["id"]) for row in answered.values()])

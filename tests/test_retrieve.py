@@ -455,6 +455,22 @@ def test_a_question_about_how_a_stretch_went_takes_the_next_session_right_after_
     assert four["why"]["kind"] == "hop" and four["score"] == round(three["score"] * 0.5, 6)
 
 
+def test_the_end_of_a_stretch_follows_the_member_it_continues_where_that_member_now_stands(tmp_path):
+    """"How did Group 2 fare from their arrival at the Hollow Flame to the end of their time with Elandor?" (the
+    Thellade vault): session 6 a seed, 7 walked at half a seed's score and lifted to follow 6; session 8, the end,
+    came at 7's score before the lift, twelfth, and the budget's note cap left it out. Sessions found next to each
+    other now settle first, and the end follows 7 where it stands."""
+    from datasette_okf.store import build
+
+    said = {2: "The smoke rose over the stacks; the smoke stayed.", 3: "Smoke again."}
+    files = {f"Sessions/Session {n:02d}.md": f"{said.get(n, 'They slept at the inn.')}\n" for n in range(1, 6)}
+    build([write_bundle(tmp_path / "vault", files)], tmp_path / "v.db", embed=False)
+    result = context_for(tmp_path / "v.db", "How did the smoke over the stacks unfold?", mode="keyword", k=2)
+    score = {n["title"]: n["score"] for n in result["nodes"]}
+    assert score["Session 03"] == round(score["Session 02"] * 0.99, 6)  # lifted to follow session 2
+    assert score["Session 04"] == round(score["Session 03"] * 0.99, 6)  # and the end follows it as it now stands
+
+
 def test_a_session_the_question_names_by_number_comes_from_the_series_it_found(tmp_path):
     """"In Group 3's session 9 …": the vault's titles say "When Memory Burns", its file names "Campaign 3 - Session
     09 - …", and the question's words found session 10. Session 9 comes right after the strongest note found, named
