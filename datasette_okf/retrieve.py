@@ -480,7 +480,7 @@ def context_and_blocks(db: Any, question: str, options: ContextOptions | None = 
     nodes = offer(query, seeds, walked)
     if query.options.mode == "hybrid" and query.options.hops and confident and nodes:  # hops 0: no walk, no slots
         nodes += next_in_lists(query, fused, seeds, nodes)
-        nodes += linked_guesses(query, fused, seeds, nodes)
+        nodes += _timed(query, "linked", linked_guesses, query, fused, seeds, nodes)
     if confident and nodes:
         nodes += _timed(query, "series", series, query, nodes)
     facts = find_facts(query, nodes, run=confident)

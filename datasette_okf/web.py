@@ -217,7 +217,7 @@ async def example_questions(database, count: int = EXAMPLES) -> list[str]:
 
 def referenced(why: dict[str, Any]) -> list[str]:
     """The ids of the notes a node's `why` names."""
-    return [why[key] for key in ("from", "after", "before", "resolved_from", "bridged_from") if why.get(key)]
+    return [why[key] for key in ("from", "after", "before", "resolved_from", "bridged_from", "linked_with") if why.get(key)]
 
 
 async def look_up(database, params: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
@@ -349,7 +349,7 @@ def neighbourhood_svg(result: dict[str, Any], size: int = 420, why: dict[str, st
     parts = [(f'<svg class="okf-neighbourhood" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {size} {size}" '
               f'width="{size}" height="{size}" role="img" aria-label="Neighbourhood the walk used">')]
     for node in walked:
-        via = node["why"].get("from") or node["why"].get("after") or node["why"].get("before")
+        via = next((node["why"][key] for key in ("from", "after", "before", "linked_with") if node["why"].get(key)), None)
         if via in position:
             (x1, y1), (x2, y2) = position[via], position[node["id"]]
             parts.append(f'<line x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}" stroke="#999" stroke-width="1.5"/>')

@@ -381,6 +381,11 @@ def test_a_linked_guess_says_which_list_guessed_it_and_the_note_it_is_linked_wit
     parts = why_parts(why, "", {"v/Monster-Rules": "Monster Rules"})
     assert "".join(text for text, _ in parts) == "linked guess: vector, linked with Monster Rules"
     assert ("Monster Rules", "v/Monster-Rules") in parts
+    from datasette_okf.web import neighbourhood_svg
+
+    nodes = [{"id": "v/Monster-Rules", "title": "Monster Rules", "via": "seed: fts", "why": {"kind": "seed"}},
+             {"id": "v/Mooks", "title": "Mooks", "via": "linked guess: vector", "why": why}]
+    assert neighbourhood_svg({"nodes": nodes}).count("<line ") == 1  # joined to the note it is linked with
 
 
 def test_a_note_the_lists_put_in_a_slot_the_walk_left_says_so_with_its_ranks(tmp_path):
