@@ -882,7 +882,7 @@ def offer(query: Query, seeds: list[Seed], walked: list[Arrival]) -> list[Node]:
 # weak, disposable kind that come in crowds": 13th Age's Mooks, the vector list's 3rd, fused 7th) never had it
 # offered. A link between it and a note already offered is a second, independent vote: it comes just below the
 # weakest seed (docs/design.md §5.11). Every development set: Mooks and 13th-Age-check's Other Damage Types found,
-# no required note lost; the vector list's first 3, 5 or 6 found the same.
+# no required note lost; the vector list's first 3 or 5 found the same, 6 one more, 7 lost ta25's Flee.
 LINKED_GUESS_RANK = 4
 LINKED_GUESS_SQL = """select id, linked_with from (
   select guess.key as place, guess.value as id, (
@@ -1052,8 +1052,7 @@ SERIES_REACH = 20  # notes either way of a found one where a member the question
 # (its score nearly the found one's), not with the walked notes at half of it: "sessions 6 to 8" needs 7 and 8.
 SERIES_SHARE = 0.99
 SERIES_MOST = 1000  # steps along a series to its end: a bound, never reached by a real one
-# A series member the question asks for, and how the why line says so (web.why_parts too)
-FOUND_IN = {"next": "next in the lists: ", "linked": "linked guess: "}
+FOUND_IN = {"next": "next in the lists: ", "linked": "linked guess: "}  # how a why line opens; a seed's: "seed: "
 
 
 def found_in(why: dict[str, Any]) -> str:
@@ -1063,6 +1062,7 @@ def found_in(why: dict[str, Any]) -> str:
         name for name, rank in why["ranks"].items() if rank) + (", its list's clear first" if why.get("leads") else "")
 
 
+# A series member the question asks for, and how the why line says so (web.why_parts too)
 ASKED_ROLES = {"named": "named by the question", "last": "the last, as the question asks",
                "first": "the first, as the question asks"}
 # "What happened in the last session of Campaign 6?": from a member found, along `sequence` edges to that end

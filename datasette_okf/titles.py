@@ -224,7 +224,6 @@ def carries(name: str, word: str, others: Iterable[int]) -> bool:
     return bool(set(others) & set(rest))
 
 
-
 def _labels(name: str) -> set[tuple[str, int]]:
     """The (word, number) pairs of a file name (`name`: a title, or a path): "Campaign 2 - Session 07 - …" ->
     {("campaign", 2), ("session", 7)}; a date's numbers follow no word."""
@@ -244,6 +243,7 @@ def of_another(name: str, neighbour: str, pairs: list[list[Any]]) -> bool:
     whose = [(word, number) for word, number in pairs if word in labelled or number_after(name, word) is None]
     return bool(shared) and bool(whose) and not any(
         (word, number) in shared if word in labelled else number in {n for _, n in shared} for word, number in whose)
+
 
 # A question that asks who or which of many ("Who are the members of the Red Runners?", "Which people can be found in
 # Kanda?") is answered by the notes linking to the one it names; a vault often keeps them as unfilled templates,

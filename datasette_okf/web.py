@@ -217,7 +217,8 @@ async def example_questions(database, count: int = EXAMPLES) -> list[str]:
 
 def referenced(why: dict[str, Any]) -> list[str]:
     """The ids of the notes a node's `why` names."""
-    return [why[key] for key in ("from", "after", "before", "resolved_from", "bridged_from", "linked_with") if why.get(key)]
+    return [why[key] for key in ("from", "after", "before", "resolved_from", "bridged_from", "linked_with")
+            if why.get(key)]
 
 
 async def look_up(database, params: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
