@@ -898,17 +898,24 @@ order by place"""
 
 def linked_guesses(query: Query, fused: list[dict[str, Any]], seeds: list[Seed], nodes: list[Node]) -> list[Node]:
     """3b. The vector list's first notes that nothing offered yet, each linked with a note that is: just below the
-    weakest seed, in the vector list's order."""
-    offered = [n.id for n in nodes]
-    guesses = [row["id"] for row in fused
-               if (row.get("vector_rank") or LINKED_GUESS_RANK + 1) <= LINKED_GUESS_RANK and row["id"] not in offered]
+    weakest seed, in the vector list's order. A superseded note stands for the end of its chain, as a seed does,
+    unless the question asks about the past."""
+    offered = {n.id for n in nodes}
+    guesses: dict[str, tuple[dict[str, Any], str | None]] = {}  # id -> (its row in the lists, resolved from)
+    for row in fused:
+        if (row.get("vector_rank") or LINKED_GUESS_RANK + 1) <= LINKED_GUESS_RANK:
+            target, chain = (row["id"], []) if query.historical else _end_of_chain(query, row["id"])
+            if target not in offered and target not in guesses:
+                guesses[target] = (row, chain[0] if chain else None)
     if not guesses:
         return []
-    rows = query.run("linked", LINKED_GUESS_SQL, {"guesses": json.dumps(guesses), "offered": json.dumps(offered)})
-    ranks = {row["id"]: {name: row.get(f"{name}_rank") for name in query.lists} for row in fused}
+    rows = query.run("linked", LINKED_GUESS_SQL, {"guesses": json.dumps(list(guesses)),
+                                                 "offered": json.dumps([n.id for n in nodes])})
+    query.know([row["id"] for row in rows])
     return _marked_stale(query, [
-        Node(query.concepts[row["id"]], score, {"kind": "linked", "ranks": ranks[row["id"]],
-                                                "linked_with": row["linked_with"]})
+        Node(query.concepts[row["id"]], score, {
+            "kind": "linked", "ranks": {name: guesses[row["id"]][0].get(f"{name}_rank") for name in query.lists},
+            "linked_with": row["linked_with"], "resolved_from": guesses[row["id"]][1]})
         for row, score in zip(rows, _below_first_round(seeds, len(rows)))])
 
 # When the walk has fewer notes to add than it has slots (a bundle with few links: hotpotqa-mini's paragraphs have

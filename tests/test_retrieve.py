@@ -193,6 +193,36 @@ def test_the_vector_lists_first_notes_linked_with_a_note_offered_come_after_the_
         "rules/Mooks", "rules/Swarms"]  # the stage's statement, rerun from what the response shows
 
 
+def test_a_superseded_linked_guess_stands_for_the_note_that_replaced_it_unless_the_question_asks_about_the_past(
+        tmp_path):
+    """The vector list ranked the example's first harbour charter for "How many silver marks make up one gold mark?",
+    and it came as a linked guess, linked with the second: a superseded note, which a seed never is. A guess now
+    follows the chain as a seed does; asked about the past, the old note itself."""
+    from datasette_okf.retrieve import Node, Seed, linked_guesses, open_query
+    from datasette_okf.store import build
+
+    root = write_bundle(tmp_path / "rules", {
+        "Combat.md": "How a fight runs. See [[Mooks]], and [[Old Mooks]] as they were.\n",
+        "Old Mooks.md": "---\ntype: Rule\nstatus: superseded\nsuperseded_by: /Mooks.md\n---\nFeeble monsters.\n",
+        "Mooks.md": "Feeble monsters in mobs. Excess damage carries over.\n",
+    })
+    build([root], tmp_path / "r.db")
+    fused = [{"id": "rules/Combat", "title_rank": None, "fts_rank": 1, "vector_rank": 3, "rrf": 0.032},
+             {"id": "rules/Old Mooks", "title_rank": None, "fts_rank": None, "vector_rank": 1, "rrf": 0.016}]
+    seed = Seed("rules/Combat", "Combat.md", "Combat", {"title": None, "fts": 1, "vector": 3}, 0.032)
+
+    def guessed(question, historical):
+        query = open_query(tmp_path / "r.db", question, replace(ContextOptions(), historical=historical))
+        query.know(["rules/Combat"])
+        return linked_guesses(query, fused, [seed], [Node(query.concepts["rules/Combat"], 0.032, {"kind": "seed"})])
+
+    [now] = guessed("Which enemies are weak?", historical=False)
+    assert now.id == "rules/Mooks" and now.why["resolved_from"] == "rules/Old Mooks"
+    assert now.why["linked_with"] == "rules/Combat" and "(resolved from superseded rules/Old Mooks)" in now.via
+    [then] = guessed("Which enemies were weak before?", historical=True)
+    assert then.id == "rules/Old Mooks" and then.why["resolved_from"] is None
+
+
 def test_a_walked_note_says_it_came_by_the_seed_whose_slot_it_took(campaign_db):
     """The walk's slots go round the seeds; the why line names the one that placed the note. In the Thellade vault
     The Silver Chain, placed by The Red Runners (its allies), said "via The Emberheart Traders (rivals)", a seed the
