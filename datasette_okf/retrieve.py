@@ -1100,11 +1100,12 @@ def series(query: Query, nodes: list[Node]) -> list[Node]:
     names by number ("session 9"), right after the found member of their series. One recursive statement over
     the build's `sequence` edges."""
     ordered = bool(_UNFOLDING_QUESTION.search(query.question))
+    pairs = numbered(query.question)
     params = {"nodes": json.dumps([n.id for n in nodes]), "max_gap": SERIES_GAP + 1,
               "ends": int(bool(_SEQUENCE_QUESTION.search(query.question))),
-              "named": json.dumps(numbered(query.question)), "others": json.dumps(_other_numbers(query.question)),
+              "named": json.dumps(pairs), "others": json.dumps(_other_numbers(query.question)),
               "reach": SERIES_REACH}
-    rows = query.run("series", SERIES_SQL if params["named"] != "[]" else SERIES_UNNAMED_SQL, params)
+    rows = query.run("series", SERIES_SQL if pairs else SERIES_UNNAMED_SQL, params)
     query.know([row["id"] for row in rows])
     adjacent = [(row["after"] or row["before"], row["id"]) for row in rows if row["role"] == "adjacent"]
     if ordered:  # sessions found next to each other, however they came, follow each other: 6, then 7, then 8
@@ -1114,7 +1115,6 @@ def series(query: Query, nodes: list[Node]) -> list[Node]:
     score = {n.id: n.score for n in nodes}
     best = _best_per_pair([row for row in rows if row["role"] == "named"], score, query)
     added: dict[str, Node] = {}
-    pairs = json.loads(params["named"])
     for row in rows:
         if row["role"] in ("adjacent", "answered", "found") or row["role"] == "named" and row is not best[row["pair"]]:
             continue
@@ -1535,9 +1535,11 @@ def show_the_rest_of_the_question(question: str, picked: list[Node], rest: dict[
     back."""
     shown = held(question, "\n".join(line for node in picked for line in parts[node.id]))
     missing = asked(question) - shown
+    if not missing:  # the question's every word is shown already: no chunk to render and read
+        return used
     blocks = [(node, piece, chunk_block(piece)) for node in picked for piece in rest[node.id] if piece["text"]]
     offered = [(node, piece, block, held(question, block, missing), estimate_tokens(block) + 1)
-               for node, piece, block in blocks] if missing else []
+               for node, piece, block in blocks]
     while True:  # the first of the best: the earlier note, then its nearer chunk
         fitting = [item for item in offered if used + item[4] <= budget and item[3] - shown]
         if not fitting:

@@ -205,11 +205,7 @@ def end_asked(text: str) -> tuple[str, str] | None:
 def number_after(name: str, word: str) -> int | None:
     """The number that follows `word` in `name` (a title, or a path: its file name), whatever its zeros or dashes:
     ("…/Campaign 3 - Session 09 - When Memory Burns.md", "session") -> 9. None when no number follows the word."""
-    tokens = words(name.rsplit("/", 1)[-1].removesuffix(".md"))
-    for here, following in itertools.pairwise(tokens):
-        if following.isdigit() and _stem(here) == word:
-            return int(following)
-    return None
+    return next((number for here, number in _labels(name) if here == word), None)
 
 
 def carries(name: str, word: str, others: Iterable[int]) -> bool:
@@ -224,12 +220,12 @@ def carries(name: str, word: str, others: Iterable[int]) -> bool:
     return bool(set(others) & set(rest))
 
 
-def _labels(name: str) -> set[tuple[str, int]]:
-    """The (word, number) pairs of a file name (`name`: a title, or a path): "Campaign 2 - Session 07 - …" ->
-    {("campaign", 2), ("session", 7)}; a date's numbers follow no word."""
+def _labels(name: str) -> list[tuple[str, int]]:
+    """The (word, number) pairs of a file name (`name`: a title, or a path), in order, the word stemmed: "Campaign 2
+    - Session 07 - …" -> [("campaign", 2), ("session", 7)]; a date's numbers follow no word."""
     tokens = words(name.rsplit("/", 1)[-1].removesuffix(".md"))
-    return {(_stem(here), int(following)) for here, following in itertools.pairwise(tokens)
-            if following.isdigit() and not here.isdigit()}
+    return [(_stem(here), int(following)) for here, following in itertools.pairwise(tokens)
+            if following.isdigit() and not here.isdigit()]
 
 
 def of_another(name: str, neighbour: str, pairs: list[list[Any]]) -> bool:
@@ -238,9 +234,10 @@ def of_another(name: str, neighbour: str, pairs: list[list[Any]]) -> bool:
     and "… Session 07"); a question's `numbered` pair says whose it asks about when its word is that one, or one the
     names do not number ("Group 4": the files say "Campaign"). Another series when the question says whose and none
     of what it says is the series'. Names that share nothing ("session-04", "2026-11-30") say nothing."""
-    shared = _labels(name) & _labels(neighbour)
-    labelled = {word for word, _ in shared}
-    whose = [(word, number) for word, number in pairs if word in labelled or number_after(name, word) is None]
+    own = set(_labels(name))
+    shared = own & set(_labels(neighbour))
+    labelled, numbering = {word for word, _ in shared}, {word for word, _ in own}
+    whose = [(word, number) for word, number in pairs if word in labelled or word not in numbering]
     return bool(shared) and bool(whose) and not any(
         (word, number) in shared if word in labelled else number in {n for _, n in shared} for word, number in whose)
 
