@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -170,10 +170,11 @@ bridged as (  -- a note two hops out is worth no more than the note it is reache
   select scored.id, scored.arrival, scored.similarity, min(scored.score, coalesce(parent.score, scored.score)) as score
   from scored left join scored as parent on parent.id = scored.via
 ),
-ranked as (  -- each seed's arrivals, best first
+ranked as (  -- each seed's arrivals, best first, but for notes offered already
   select bridged.*, reached.value as seed,
     row_number() over (partition by reached.value order by bridged.score desc, bridged.id) as nth
   from bridged join json_each(bridged.arrival, '$.reached_from') as reached
+  where bridged.id not in (select value from json_each(:offered))
 ),
 placed as (  -- a note reached from several seeds takes its best place: the n-th of a seed as strong as rrf
   select ranked.*, nth / strength.value as place,
@@ -480,7 +481,10 @@ def context_and_blocks(db: Any, question: str, options: ContextOptions | None = 
     nodes = offer(query, seeds, walked)
     if query.options.mode == "hybrid" and query.options.hops and confident and nodes:  # hops 0: no walk, no slots
         nodes += next_in_lists(query, fused, seeds, nodes)
-        nodes += _timed(query, "linked", linked_guesses, query, fused, seeds, nodes)
+        guesses = _timed(query, "linked", linked_guesses, query, fused, seeds, nodes)
+        nodes += guesses
+        if guesses:
+            nodes += _timed(query, "linked_walk", walk_from_guesses, query, fused, guesses, nodes)
     if confident and nodes:
         nodes += _timed(query, "series", series, query, nodes)
     facts = find_facts(query, nodes, run=confident)
@@ -822,9 +826,13 @@ def _about(query: Query, template: Seed, texts: list[str]) -> bool:
     return not mentioned or coverage(query.question, text or "") > query.options.coverage_threshold
 
 
-def walk(query: Query, seeds: list[Seed], fused: list[dict[str, Any]]) -> list[Arrival]:
-    """3. The intent-weighted, damped, capped walk from the seeds: graph_expand in one statement."""
+def walk(query: Query, seeds: list[Seed], fused: list[dict[str, Any]], stage: str = "walk", cap: int | None = None,
+         offered: Iterable[str] = ()) -> list[Arrival]:
+    """3. The intent-weighted, damped, capped walk from the seeds: graph_expand in one statement. `stage` names it
+    in the response; `cap` overrides the options' and the seeds' count; `offered` notes are not walked to again."""
     options = query.options
+    if cap is None:
+        cap = options.cap if options.cap is not None else len(seeds) + WALK_EXTRA
     # a fused note the vector list did not rank still ties before notes no list found
     tie_ranks = {row["id"]: row.get("vector_rank") or 10**6 for row in fused}
     walk_options = {
@@ -838,9 +846,9 @@ def walk(query: Query, seeds: list[Seed], fused: list[dict[str, Any]]) -> list[A
               "walk_options": json.dumps(walk_options), "rest": _rest_of(query.question, seeds, query),
               "question": query.question,
               **{f"{name}_weight": weight for name, weight in WALK_WEIGHTS.items()},
-              "seed_strengths": json.dumps(_walk_strengths(seeds)), "floor": WALK_FLOOR,
-              "cap": options.cap if options.cap is not None else len(seeds) + WALK_EXTRA}
-    rows = query.run("walk", _walk_sql(query.uses_vectors), params)
+              "seed_strengths": json.dumps(_walk_strengths(seeds)), "floor": WALK_FLOOR, "cap": cap,
+              "offered": json.dumps(list(offered))}
+    rows = query.run(stage, _walk_sql(query.uses_vectors), params)
     walked = [Arrival(**{**json.loads(row["arrival"]), "seed": row["seed"]}, similarity=row["similarity"],
                       nth=row["nth"]) for row in rows]
     query.know([w.id for w in walked])
@@ -917,6 +925,15 @@ def linked_guesses(query: Query, fused: list[dict[str, Any]], seeds: list[Seed],
             "kind": "linked", "ranks": {name: guesses[row["id"]][0].get(f"{name}_rank") for name in query.lists},
             "linked_with": row["linked_with"], "resolved_from": guesses[row["id"]][1]})
         for row, score in zip(rows, _below_first_round(seeds, len(rows)))])
+
+def walk_from_guesses(query: Query, fused: list[dict[str, Any]], guesses: list[Node], nodes: list[Node]) -> list[Node]:
+    """3c. Each linked guess walked as a seed is, one slot each: its best neighbour not offered yet, placed as a
+    walked note is (the guess's score halved, WALK_SHARE). A guess stands where a seed would; its rule's note is
+    often the one it links to (13th Age's Fumbles, to Shooting into Melee)."""
+    as_seeds = [Seed(g.id, g.concept["path"], g.concept["title"], g.why["ranks"], g.score) for g in guesses]
+    walked = walk(query, as_seeds, fused, stage="linked_walk", cap=len(as_seeds), offered=[n.id for n in nodes])
+    return offer(query, as_seeds, walked)[len(as_seeds):]
+
 
 # When the walk has fewer notes to add than it has slots (a bundle with few links: hotpotqa-mini's paragraphs have
 # none, and its contexts held 5.4 notes of a budget they did not fill), the fused lists' next notes take the slots

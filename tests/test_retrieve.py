@@ -223,6 +223,43 @@ def test_a_superseded_linked_guess_stands_for_the_note_that_replaced_it_unless_t
     assert then.id == "rules/Old Mooks" and then.why["resolved_from"] is None
 
 
+def test_a_linked_guess_is_walked_as_a_seed_is(tmp_path):
+    """A linked guess stands where a seed would, and its rule's note is often the one it links to: 13th Age's
+    Fumbles came as a guess for "I rolled a natural 1 firing my bow at an orc trading blows with our fighter…", and
+    Shooting into Melee, the rule the question needs, is its link. The guesses get as many walked notes as there
+    are guesses, going round them as the walk's slots go round the seeds: a neighbour most like the question first,
+    none offered already, each placed as a walked note is (its guess's score, halved for each better one)."""
+    from datasette_okf.retrieve import Node, open_query, walk_from_guesses
+    from datasette_okf.store import build
+
+    root = write_bundle(tmp_path / "rules", {
+        "Fumbles.md": "A natural 1 on an attack. See [[Shooting into Melee]], [[Crits]], [[Stories]] and [[Damage]].\n",
+        "Shooting into Melee.md": "When you fire a ranged attack with a bow at an enemy engaged in melee with your "
+                                  "ally and roll a natural 1, the arrow hits your ally instead.\n",
+        "Crits.md": "A natural 20 doubles the damage of a hit.\n",
+        "Stories.md": "Tales of old heroes.\n",
+        "Damage.md": "Hit points go down when a weapon hits.\n",
+        "Lore.md": "Old stories. See [[Damage]].\n",
+    })
+    build([root], tmp_path / "r.db")
+    query = open_query(tmp_path / "r.db", "I roll a natural 1 firing my bow at an orc fighting my friend in "
+                       "melee. What happens to my friend?", replace(ContextOptions(), mode="hybrid"))
+    query.know(["rules/Fumbles", "rules/Damage", "rules/Lore"])
+    ranks = {"title": None, "fts": None, "vector": 2}
+    guesses = [Node(query.concepts["rules/Fumbles"], 0.02, {"kind": "linked", "ranks": ranks,
+                                                            "linked_with": "rules/Damage"}),
+               Node(query.concepts["rules/Lore"], 0.018, {"kind": "linked", "ranks": ranks,
+                                                         "linked_with": "rules/Damage"})]  # links Damage only
+    offered = [Node(query.concepts["rules/Damage"], 0.03, {"kind": "seed", "ranks": ranks}), *guesses]
+    walked = walk_from_guesses(query, [], guesses, offered)
+    assert [w.id for w in walked] == ["rules/Shooting into Melee", "rules/Crits"]  # two guesses, two slots
+    assert [w.score for w in walked] == [round(0.02 * WALK_SHARE, 6), round(0.02 * WALK_SHARE**2, 6)]
+    assert walked[0].why["kind"] == "hop" and walked[0].why["from"] == "rules/Fumbles"
+    assert walked[0].via.startswith("hop 1 via rules/Fumbles")
+    rerun = query.run("linked_walk", query.sql["linked_walk"], query.params["linked_walk"])
+    assert [json.loads(r["arrival"])["id"] for r in rerun] == [w.id for w in walked]
+
+
 def test_a_walked_note_says_it_came_by_the_seed_whose_slot_it_took(campaign_db):
     """The walk's slots go round the seeds; the why line names the one that placed the note. In the Thellade vault
     The Silver Chain, placed by The Red Runners (its allies), said "via The Emberheart Traders (rivals)", a seed the
