@@ -127,7 +127,10 @@ WALK_POOL = 100
 # graph-walk mode, and lost none; one more found nothing, four no more than two. The budget still decides.
 WALK_EXTRA = 2
 WALK_SHARE = 0.5  # a walked note's priority: its seed's, halved for each better note walked from that seed
-WALK_WEIGHTS = {"similarity": 1.0, "lexical": 0.6, "structure": 0.1, "predicate": 0.5}
+# `linking`: the similarity to the question of the seed's section that holds the link's text: a seed points at what
+# the question needs from the section that answers it (13th-Age-check's tac22: of Other Damage Types' links, the one
+# in its section on weaknesses, Vulnerable; 0.3 and 0.4 found it, 0.2 did not, 0.6 lost the example's q09).
+WALK_WEIGHTS = {"similarity": 1.0, "lexical": 0.6, "structure": 0.1, "predicate": 0.5, "linking": 0.3}
 # A walked note's nearest chunk is at least this similar to the question: below it, no chunk of the note is about it
 # (docs §5.2). The OKF samples' skill note "run-on-bq" was walked into 9 questions at -0.03 to 0.07, and 13th Age's
 # icon list and index into "I roll a natural 1 firing my bow at an orc…" at 0.02 and 0.04. Every walked note a
@@ -144,6 +147,19 @@ similarity as materialized (
   where chunks.concept_id in (select id from arrivals)
     and lower(chunks.text) not in (select lower(text) from chunks where concept_id in (select value from json_each(:seeds)))
   group by chunks.concept_id
+),
+seed_sections as materialized (
+  select chunks.concept_id as id, lower(chunks.text) as folded,
+    1 - vec_distance_cosine(chunk_floats.embedding, (select okf_embed(:question))) as similarity
+  from chunks join chunk_floats on chunk_floats.id = chunks.id
+  where chunks.concept_id in (select value from json_each(:seeds))
+),
+linking as materialized (  -- how like the question is the seed's section that links to the note (holds its text)
+  select edges.dst as id, max(seed_sections.similarity) as linking
+  from edges join seed_sections on seed_sections.id = edges.src and instr(seed_sections.folded, lower(edges.text)) > 0
+  where edges.src in (select value from json_each(:seeds)) and edges.dst in (select id from arrivals)
+    and length(edges.text) >= 3
+  group by edges.dst
 )"""
 WALK_SQL = """with arrivals as materialized (
   select json_extract(value, '$.id') as id, json_extract(value, '$.via') as via,
@@ -163,7 +179,8 @@ scored as materialized (
     :similarity_weight * {similarity_value}
     + :lexical_weight * coalesce(lexical.bm25 / (select min(bm25) from lexical), 0)
     + :structure_weight * arrivals.structure / (select max(structure) from arrivals)
-    + :predicate_weight * arrivals.predicate as score
+    + :predicate_weight * arrivals.predicate
+    + :linking_weight * {linking_value} as score
   from arrivals left join lexical on lexical.id = arrivals.id{join}
 ),
 bridged as (  -- a note two hops out is worth no more than the note it is reached through: paths, not points
@@ -191,9 +208,11 @@ def _walk_sql(vectors: bool) -> str:
     """The walk statement; without vectors the walk's own score alone orders the notes."""
     if vectors:
         return WALK_SQL.format(similarity=WALK_SIMILARITY, similarity_value="coalesce(similarity.similarity, 0)",
-                               join="\n  left join similarity on similarity.id = arrivals.id",
+                               linking_value="coalesce(linking.linking, 0)",
+                               join="\n  left join similarity on similarity.id = arrivals.id"
+                                    "\n  left join linking on linking.id = arrivals.id",
                                floor=" and similarity >= cast(:floor as real)")
-    return WALK_SQL.format(similarity="", similarity_value="0", join="", floor="")
+    return WALK_SQL.format(similarity="", similarity_value="0", linking_value="0", join="", floor="")
 
 
 PROPERTY_FACTS = 6  # frontmatter links of the note the question is most about, shown as facts (docs/design.md §6)

@@ -223,6 +223,29 @@ def test_a_superseded_linked_guess_stands_for_the_note_that_replaced_it_unless_t
     assert then.id == "rules/Old Mooks" and then.why["resolved_from"] is None
 
 
+def test_the_walk_prefers_the_link_in_the_seeds_section_most_like_the_question(tmp_path):
+    """A seed points at what the question needs from the section that answers it: of two neighbours alike in every
+    other way, the one linked from the seed's section on weaknesses comes first for a question about a weakness
+    (13th-Age-check's tac22: Other Damage Types links to Vulnerable there). Without that, the other came first."""
+    from datasette_okf.retrieve import Seed, open_query, walk
+    from datasette_okf.store import build
+
+    root = write_bundle(tmp_path / "rules", {
+        "Damage Types.md": "---\ntype: Rule\ndescription: Kinds of damage.\n---\n"  # not inferred from a section
+                           "## Weak to an energy\nA monster weak to fire takes a worse hit from fire spells: see "
+                           "[[Alpha Rule]].\n\n## History\nScholars in the old library wrote these tables down long "
+                           "ago: see [[Beta Rule]].\n",
+        "Alpha Rule.md": "A condition a creature can have.\n",
+        "Beta Rule.md": "A condition a creature can have.\n",
+    })
+    build([root], tmp_path / "r.db")
+    query = open_query(tmp_path / "r.db", "A monster is weak to fire and I hit it with a fire spell. What happens?",
+                       replace(ContextOptions(), mode="hybrid"))
+    query.know(["rules/Damage Types"])
+    seed = Seed("rules/Damage Types", "Damage Types.md", "Damage Types", {"title": None, "fts": 1, "vector": 1}, 0.03)
+    assert [w.id for w in walk(query, [seed], [], cap=2)] == ["rules/Alpha Rule", "rules/Beta Rule"]
+
+
 def test_a_linked_guess_is_walked_as_a_seed_is(tmp_path):
     """A linked guess stands where a seed would, and its rule's note is often the one it links to: 13th Age's
     Fumbles came as a guess for "I rolled a natural 1 firing my bow at an orc trading blows with our fighter…", and
