@@ -140,19 +140,19 @@ WALK_FLOOR = 0.1
 # Feats list holds the Ritual Casting feat's text, and took the feat's one walk slot from Rituals, the rules it
 # points to (docs/design.md §5.5).
 WALK_SIMILARITY = """,
+seed_sections as materialized (  -- the seeds' chunks, read once: those with a vector get their similarity
+  select chunks.concept_id as id, lower(chunks.text) as folded,
+    case when chunk_floats.embedding is not null
+         then 1 - vec_distance_cosine(chunk_floats.embedding, (select okf_embed(:question))) end as similarity
+  from chunks left join chunk_floats on chunk_floats.id = chunks.id
+  where chunks.concept_id in (select value from json_each(:seeds))
+),
 similarity as materialized (
   select chunks.concept_id as id,
     max(1 - vec_distance_cosine(chunk_floats.embedding, (select okf_embed(:question)))) as similarity
   from chunks join chunk_floats on chunk_floats.id = chunks.id
-  where chunks.concept_id in (select id from arrivals)
-    and lower(chunks.text) not in (select lower(text) from chunks where concept_id in (select value from json_each(:seeds)))
+  where chunks.concept_id in (select id from arrivals) and lower(chunks.text) not in (select folded from seed_sections)
   group by chunks.concept_id
-),
-seed_sections as materialized (
-  select chunks.concept_id as id, lower(chunks.text) as folded,
-    1 - vec_distance_cosine(chunk_floats.embedding, (select okf_embed(:question))) as similarity
-  from chunks join chunk_floats on chunk_floats.id = chunks.id
-  where chunks.concept_id in (select value from json_each(:seeds))
 ),
 linking as materialized (  -- how like the question is the seed's section that links to the note (holds its text)
   select edges.dst as id, max(seed_sections.similarity) as linking
@@ -893,15 +893,18 @@ def offer(query: Query, seeds: list[Seed], walked: list[Arrival]) -> list[Node]:
                                                  **({"bridged_from": s.bridged_from} if s.bridged_from else {}),
                                                  **({"leads": True} if s.leads else {})})
              for s in seeds]
+    return _marked_stale(query, nodes) + _walked_nodes(query, seeds, walked)
+
+
+def _walked_nodes(query: Query, seeds: list[Seed], walked: list[Arrival]) -> list[Node]:
+    """What the walk from `seeds` added, each at its seed's strength halved for each better note walked from it."""
     strength = _walk_strengths(seeds)
-    nodes += [
+    return _marked_stale(query, [
         Node(query.concepts[w.id], round(strength[w.seed] * WALK_SHARE ** w.nth, 6),
              {"kind": "hop", "hop": w.hop, "from": w.via, "predicate": w.predicate, "edge_kind": w.kind,
               "seed": w.seed, "similarity": None if w.similarity is None else round(w.similarity, 4)},
              anchor=w.anchor)
-        for w in walked
-    ]
-    return _marked_stale(query, nodes)
+        for w in walked])
 
 
 # A note among the vector list's first LINKED_GUESS_RANK that no other list ranks well has one vote in the fusion, and
@@ -945,13 +948,14 @@ def linked_guesses(query: Query, fused: list[dict[str, Any]], seeds: list[Seed],
             "linked_with": row["linked_with"], "resolved_from": guesses[row["id"]][1]})
         for row, score in zip(rows, _below_first_round(seeds, len(rows)))])
 
+
 def walk_from_guesses(query: Query, fused: list[dict[str, Any]], guesses: list[Node], nodes: list[Node]) -> list[Node]:
-    """3c. Each linked guess walked as a seed is, one slot each: its best neighbour not offered yet, placed as a
-    walked note is (the guess's score halved, WALK_SHARE). A guess stands where a seed would; its rule's note is
-    often the one it links to (13th Age's Fumbles, to Shooting into Melee)."""
+    """3c. The linked guesses walked as seeds are: as many slots as guesses, going round them by strength, each a
+    neighbour not offered yet, placed as a walked note is (its guess's score halved, WALK_SHARE). A guess stands where
+    a seed would; its rule's note is often the one it links to (13th Age's Fumbles, to Shooting into Melee)."""
     as_seeds = [Seed(g.id, g.concept["path"], g.concept["title"], g.why["ranks"], g.score) for g in guesses]
     walked = walk(query, as_seeds, fused, stage="linked_walk", cap=len(as_seeds), offered=[n.id for n in nodes])
-    return offer(query, as_seeds, walked)[len(as_seeds):]
+    return _walked_nodes(query, as_seeds, walked)
 
 
 # When the walk has fewer notes to add than it has slots (a bundle with few links: hotpotqa-mini's paragraphs have
