@@ -1489,7 +1489,7 @@ AGREED_CHUNKS = 2
 # vault's note is long (those Thellade-check needs: 1,100 tokens in 9 sections) and a question asks two or three
 # things of it: at one section a note the LLM got the right notes and not the lines that answer (Thellade-check: 30
 # of 62 answer quotes shown, 30 of the others in a note shown but a section not). Measured with benchmarks/evidence.py
-# (README "Measured retrieval", stop 37): at a 3,000-token budget, notes within 2,250 of it: 239 -> 287 of 343 quotes
+# (docs/retrieval-history.md, stop 37): at a 3,000-token budget, notes within 2,250 of it: 239 -> 287 of 343 quotes
 # and four more required notes found, mean notes <= 9.8 a context; all 3,000 to notes: 260, and 10.5 notes.
 NOTES_SHARE = 0.75
 
