@@ -20,6 +20,9 @@ vectors), then runs `datasette_okf.evaluate` on it. The sets:
   never looked at question by question
 - thellade-check3, 13th-age-check3: 40 more each (8-10 lookup, 16 linked note, 8-10 temporal, 6 out), written the
   same way at the start of stop 38; their first run, on stop 37's code and on stop 38's first change, read as totals
+- thellade-check4, 13th-age-check4: 40 more each (8-10 lookup, 16 linked note, 8-10 temporal, 6 out), written the
+  same way at stop 40, when nothing in retrieval changed: their first run is where stop 39's code stands on questions
+  no change was made for
 
 musique-mini is the held-out test set: this script never touches it.
 """
@@ -66,6 +69,8 @@ def sets(shared: Path) -> dict[str, tuple[list[Path], list[dict], dict]]:
         "13th-age-check2": ([corpora / "13th-age-srd-vault" / "vault"], golden("check/13th-age-check2"), {}),
         "thellade-check3": ([corpora / "thellade-campaign-vault" / "vault"], golden("check/thellade-check3"), {}),
         "13th-age-check3": ([corpora / "13th-age-srd-vault" / "vault"], golden("check/13th-age-check3"), {}),
+        "thellade-check4": ([corpora / "thellade-campaign-vault" / "vault"], golden("check/thellade-check4"), {}),
+        "13th-age-check4": ([corpora / "13th-age-srd-vault" / "vault"], golden("check/13th-age-check4"), {}),
     }
 
 
