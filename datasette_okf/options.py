@@ -16,7 +16,7 @@ from typing import Any
 from .graph import check_predicate_weights
 
 MODES = ("hybrid", "vector", "keyword", "graph-walk")
-SEED_LISTS = ("title", "fts", "vector")
+SEED_LISTS = ("title", "fts", "vector", "dated")
 
 
 class BadOption(ValueError):

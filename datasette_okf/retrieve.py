@@ -104,7 +104,22 @@ join chunks on chunks.id = knn.rowid
 join concepts on concepts.id = chunks.concept_id and not concepts.is_index and not concepts.is_stub
 group by chunks.concept_id
 order by rank limit :k"""
-LISTS = {"title": (TITLE_SQL, 2.0), "fts": (FTS_SQL, 1.0), "vector": (VECTOR_SQL, 1.0)}
+# A date the question writes names the notes dated then, as a title names its note, so it weighs as much: "the
+# incursions of -12 PR" is Thellade's "Incursions Reach the Deep Dark" (startdate: 01 Emberwake -12 PR), which no
+# other list ranked (dates.py, docs/design.md §2.9). Notes dated alike come nearest the question first.
+DATED_SQL = """select dated.id, row_number() over (order by dated.score desc{nearest}, dated.id) as rank
+from (select json_extract(value, '$.id') as id, json_extract(value, '$.score') as score
+      from json_each(okf_dated_notes(:question))) as dated{similarity}
+order by rank limit :k"""
+DATED_SIMILARITY = """
+left join (select chunks.concept_id as id,
+             max(1 - vec_distance_cosine(chunk_floats.embedding, (select okf_embed(:question)))) as similarity
+           from chunks join chunk_floats on chunk_floats.id = chunks.id
+           where chunks.concept_id in (select json_extract(value, '$.id') from json_each(okf_dated_notes(:question)))
+           group by chunks.concept_id) as nearest on nearest.id = dated.id"""
+LISTS = {"title": (TITLE_SQL, 2.0), "fts": (FTS_SQL, 1.0), "vector": (VECTOR_SQL, 1.0),
+         "dated": (DATED_SQL.format(nearest=", coalesce(nearest.similarity, 0) desc", similarity=DATED_SIMILARITY),
+                   2.0)}
 # A list's first note far ahead of its second takes a seed's place whatever the fusion says (docs/design.md §2.5):
 # reciprocal rank fusion reads ranks, not scores, so a note first in one list only (1/61) ranked below notes fifth
 # to tenth in two (2/66): 13th Age's Invisibility rule, the vector list's first for "an unseen foe" by 0.05 came
@@ -334,7 +349,8 @@ class ModeRules:
 
 
 MODE_RULES = {
-    "hybrid": ModeRules(("title", "fts", "vector"), lambda o: max(o.k, 20), lambda o: o.max_seeds, lambda o: o.hops),
+    "hybrid": ModeRules(("title", "fts", "vector", "dated"), lambda o: max(o.k, 20), lambda o: o.max_seeds,
+                        lambda o: o.hops),
     "vector": ModeRules(("vector",), lambda o: o.k, lambda o: o.k, None),
     "keyword": ModeRules(("fts",), lambda o: o.k, lambda o: o.k, None),
     "graph-walk": ModeRules(("vector",), lambda o: 5, lambda o: 5, lambda o: 1),
@@ -551,7 +567,8 @@ def find_seeds(query: Query) -> list[dict[str, Any]]:
               "candidates": options.candidates}
     if _leading(query.lists):
         params.update(seats=query.rules.seed_count(options), lead_bm25=LEAD_BM25, lead_similarity=LEAD_SIMILARITY)
-    fused = query.run("seeds", _fusion_sql(query.lists, options.fusion_weights, query.binary), params)
+    fused = query.run("seeds", _fusion_sql(query.lists, options.fusion_weights, query.binary, query.uses_vectors),
+                      params)
     query.know([row["id"] for row in fused])
     return fused
 
@@ -1342,11 +1359,15 @@ def _timed(query: Query, stage: str, function: Callable[..., T], *args: Any) -> 
     return result
 
 
-def _fusion_sql(names: tuple[str, ...], weights: dict[str, float], binary: bool = False) -> str:
-    """The seeds statement: each list as a CTE, then rrf() over their union (weights: title 2, fts 1, vector 1); when
-    BM25 or vectors are fused with another list, a list's clear leader (LEADERS) takes the last of the :seats seed
-    places if it is not in them."""
-    sql_of = {name: (VECTOR_BINARY_SQL if name == "vector" and binary else LISTS[name][0]) for name in names}
+def _fusion_sql(names: tuple[str, ...], weights: dict[str, float], binary: bool = False, vectors: bool = True) -> str:
+    """The seeds statement: each list as a CTE, then rrf() over their union (weights: title 2, fts 1, vector 1, dated
+    2); when BM25 or vectors are fused with another list, a list's clear leader (LEADERS) takes the last of the :seats
+    seed places if it is not in them."""
+    sql_of = {name: LISTS[name][0] for name in names}
+    if "vector" in names and binary:
+        sql_of["vector"] = VECTOR_BINARY_SQL
+    if "dated" in names and not vectors:  # notes dated alike in the order of their names
+        sql_of["dated"] = DATED_SQL.format(nearest="", similarity="")
     ctes = ",\n".join(f"{name} as (\n{sql_of[name]}\n)" for name in names)
     union = "\n  union all ".join(
         f"select id, rank, {float(weights.get(name, LISTS[name][1]))} as weight, '{name}' as list from {name}"

@@ -17,6 +17,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from .dates import DatedNotes, dated_notes, notes_dated
 from .embed import EmbeddingError, canonical_id, embed_query
 from .graph import graph_expand, walk_arguments
 from .hamming import hamming_candidates
@@ -101,6 +102,15 @@ def title_index(conn: Any) -> TitleIndex:
 TITLE_INDEXES = PerBuild(build_of, title_index)  # a database in memory: its connection's own
 
 
+def dated_index(conn: Any) -> DatedNotes:
+    """Every note that can be a seed with a date in its frontmatter, by year (dates.py)."""
+    return dated_notes(conn.execute(
+        "select id, frontmatter from concepts where frontmatter is not null and not is_index and not is_stub"))
+
+
+DATED_INDEXES = PerBuild(build_of, dated_index)
+
+
 COMMON_NAME_SHARE = 1 / 3  # of the notes: a name used this widely is one of the bundle's ordinary words
 COMMON_NAME_NOTES = 50  # and by at least this many: a small campaign names its hero in most notes, still a name
 
@@ -152,6 +162,13 @@ def prepare_connection(conn: Any) -> None:
     def title_names(text: Any) -> list[tuple[str, str]]:
         return current("titles", lambda: TITLE_INDEXES.get(conn)).find(as_text(text))
 
+    def okf_dated_notes(question: Any) -> str:
+        text = as_text(question)
+        if not any(character.isdigit() for character in text):  # no date without a number: the index is not made
+            return "[]"
+        index = current("dated", lambda: DATED_INDEXES.get(conn))
+        return json.dumps([{"id": concept_id, "score": round(score, 6)} for concept_id, score in notes_dated(text, index)])
+
     def okf_common_name(name: Any) -> int:
         verdicts = current("common_names", dict)
         name = as_text(name)
@@ -172,6 +189,7 @@ def prepare_connection(conn: Any) -> None:
                                                              for concept_id, name in title_names(text)]),
              ("text", MAX_QUESTION))
     register("okf_common_name", (1,), okf_common_name, ("name", MAX_QUESTION))
+    register("okf_dated_notes", (1,), okf_dated_notes, ("question", MAX_QUESTION))
     register("okf_fts_query", (1,), lambda text: fts_query(as_text(text)), ("text", MAX_QUESTION), deterministic=True)
     register("okf_names", (1,), lambda text: json.dumps(names(as_text(text))), ("text", MAX_QUESTION),
              deterministic=True)

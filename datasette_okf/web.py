@@ -274,7 +274,7 @@ def why_parts(why: dict[str, Any], via: str, titles: dict[str, str]) -> list[tup
 
 
 def found_by(ranks: dict[str, int | None]) -> str:
-    names = {"title": "title", "fts": "keyword", "vector": "vector"}
+    names = {"title": "title", "fts": "keyword", "vector": "vector", "dated": "date"}
     found = [f"{names.get(name, name)} #{rank}" for name, rank in ranks.items() if rank]
     return "found by " + ", ".join(found) if found else "found by no list"
 

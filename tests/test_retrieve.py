@@ -27,7 +27,7 @@ def test_json_contract(campaign_db):
     assert set(result) == {"question", "mode", "intent", "confident", "reason", "seeds", "nodes", "facts",
                            "context", "sql", "params", "timings_ms", "vectors"}
     assert set(result["seeds"][0]) >= {"id", "path", "title", "ranks", "rrf"}
-    assert set(result["seeds"][0]["ranks"]) == {"title", "fts", "vector"}
+    assert set(result["seeds"][0]["ranks"]) == {"title", "fts", "vector", "dated"}
     assert set(result["nodes"][0]) == {"id", "bundle", "path", "title", "score", "via", "why", "trust", "stale",
                                        "superseded_by", "cut"}
     assert result["nodes"][0]["path"].endswith(".md")
@@ -449,7 +449,7 @@ def test_a_failing_embedding_model_degrades_to_title_and_keyword_seeds(tmp_path,
     assert ("no answer within 1" in result["vectors"]) if failure == "hangs" else ("refused" in result["vectors"])
     assert result["confident"] and result["nodes"][0]["id"] == "campaign/people/teodor-vask"
     assert "vector" not in result["sql"]["seeds"].split("lists as")[0]
-    assert set(result["seeds"][0]["ranks"]) == {"title", "fts"}  # the lists that ran, not those the mode asks for
+    assert set(result["seeds"][0]["ranks"]) == {"title", "fts", "dated"}  # the lists that ran, not the mode's
     in_vector_mode = context_for(db, "Who is Teodor Vask, the tinker?", mode="vector")
     assert all(node["via"] != "seed: " for node in in_vector_mode["nodes"])  # each names the list that found it
     if failure == "raises":  # the API and the page say so too, with a 200
@@ -1167,11 +1167,12 @@ def test_a_lists_clear_leader_takes_a_seed_place_the_fusion_gave_to_title_matche
     assert len(seeds) == 5 and seeds[-1] == "Barbed Vines"
     vines = next(n for n in result["nodes"] if n["title"] == "Barbed Vines")
     assert vines["via"] == "seed: fts, its list's clear first"  # why a note with so low a score is a seed
-    assert result["sql"]["seeds"] == _fusion_sql(("title", "fts"), {}) and result["params"]["seeds"]["seats"] == 5
+    lists = ("title", "fts", "dated")  # without vectors
+    assert result["sql"]["seeds"] == _fusion_sql(lists, {}, vectors=False) and result["params"]["seeds"]["seats"] == 5
     rows = connection(tmp_path / "srd.db").execute(result["sql"]["seeds"], result["params"]["seeds"]).fetchall()
     leader = next(row for row in rows if row[0].endswith("Barbed Vines"))
-    assert leader[1:3] == (None, 1) and leader[-2:] == (1, 1)  # BM25's first, no title: by rank alone it came sixth
-    assert sorted(row[3] for row in rows)[-6] > leader[3]
+    assert leader[1:4] == (None, 1, None) and leader[-2:] == (1, 1)  # BM25's first, no title: by rank it came sixth
+    assert sorted(row[4] for row in rows)[-6] > leader[4]
     # a second note nearly as good: no clear leader, and the fusion's order stands
     files["Bestiary/Thorn Lasher.md"] = files["Bestiary/Barbed Vines.md"].replace("Barbed Vines", "Thorn Lasher")
     build([write_bundle(tmp_path / "srd", files)], tmp_path / "srd.db", embed=False)

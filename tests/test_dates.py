@@ -1,0 +1,108 @@
+"""A date the question writes names the notes dated then (dates.py, docs/design.md §2.9)."""
+
+from __future__ import annotations
+
+import json
+
+from datasette_okf.dates import (
+    DATED_MOST,
+    Calendar,
+    date_fields,
+    dated_notes,
+    learn_calendar,
+    named_dates,
+    notes_dated,
+    parse_date,
+)
+from datasette_okf.retrieve import connection, context_for
+
+from .conftest import write_bundle
+
+FANTASY = ["01 Dawnmarch 212 PR", "20 Emberwake -12 PR", "04 Sunreach 1 PR"]
+
+
+def test_the_calendar_is_read_from_the_bundles_own_dates():
+    """Month words stand between two numbers in a date; an era ends three dates or more. English months are known."""
+    calendar = learn_calendar(FANTASY + ["2024-03-05"])
+    assert {"dawnmarch", "emberwake", "sunreach"} <= set(calendar.months) and calendar.months["march"] == 3
+    assert calendar.eras == {"pr"}
+    assert learn_calendar(FANTASY[:2]).eras == set()  # two dates are not yet a calendar's habit
+
+
+def test_a_date_field_is_read_in_the_forms_vaults_write():
+    calendar = learn_calendar(FANTASY)
+    assert parse_date("01 Emberwake -12 PR", calendar) == (-12, "emberwake", 1)
+    assert parse_date("-0012.04.01 PR", calendar) == (-12, 4, 1)
+    assert parse_date("2024-03-05", calendar) == (2024, 3, 5)
+    assert parse_date("March 5, 2024", calendar) == (2024, 3, 5)  # a day, then the year
+    assert parse_date("Dawnmarch 212", calendar) == (212, "dawnmarch", None)
+    assert parse_date("[[-12]]", calendar) == parse_date("[[Years/-12|-12]]", calendar) == (-12, None, None)
+    assert parse_date("09 Dawnmarch", calendar) is None  # no year: no date to index
+    assert parse_date("soon", calendar) is None
+
+
+def test_only_fields_that_say_when_it_happened_are_dates():
+    fields = date_fields({"startdate": "01 Dawnmarch 212 PR", "yearofoccurrence": ["[[212]]"], "created": "2025-01-01",
+                          "lastrecapdate": "2025-02-02", "updated": "2025-03-03", "location": "Boba"})
+    assert fields == ["01 Dawnmarch 212 PR", "[[212]]"]
+
+
+def test_a_question_names_a_date_with_the_calendars_era_or_month_never_a_bare_number():
+    calendar = learn_calendar(FANTASY)
+    assert named_dates("From the rifts in -62 PR through -12 PR to -1 PR?", calendar) == [
+        (-62, None, None), (-12, None, None), (-1, None, None)]
+    assert named_dates("What did Group 4 do in session 10 at level 8?", calendar) == []
+    assert named_dates("What happened in early Dawnmarch 212?", calendar) == [(212, "dawnmarch", None)]
+    # a day without its year takes the year said beside it
+    assert named_dates("Between 03 Dawnmarch 212 PR and 09 Dawnmarch?", calendar) == [
+        (212, "dawnmarch", 3), (212, "dawnmarch", 9)]
+    assert named_dates("By 8 Dawnmarch?", calendar) == []
+    assert named_dates("The meeting on 2024-03-05, and what changed in 1994?", Calendar()) == [
+        (2024, 3, 5), (1994, None, None)]
+
+
+def _index(notes: dict[str, dict]) -> object:
+    return dated_notes((note, json.dumps(frontmatter)) for note, frontmatter in notes.items())
+
+
+def test_a_date_names_the_few_notes_that_meet_it_most_closely():
+    """A year of many events is a category, not a name (DATED_MOST); the day among them is a name. A festival held
+    every year is no one year's event, and a note dated only by its year does not meet a day the question names."""
+    events = {f"event {n}": {"startdate": f"{n + 1:02d} Dawnmarch 212 PR"} for n in range(DATED_MOST + 1)}
+    index = _index({**events,
+                    "incursions": {"startdate": "01 Emberwake -12 PR", "yearnumeric": -12},
+                    "festival": {"yearofoccurrence": ["[[-62]]", "[[-12]]", "[[-1]]", "[[212]]"]},
+                    "bloom": {"yearofoccurrence": "[[213]]"},
+                    "pact": {"startdate": "15 Sunreach -31 PR"}})
+    assert notes_dated("What happened in 212 PR?", index) == []  # DATED_MOST + 1 events
+    assert notes_dated("What happened on 02 Dawnmarch 212 PR?", index) == [("event 1", 3)]
+    assert notes_dated("How did things go from -12 PR on?", index) == [("incursions", 1)]  # not the festival
+    assert notes_dated("What happened on 03 Emberwake -31 PR?", index) == []  # the pact was in Sunreach
+    assert notes_dated("And on 05 Dawnmarch 213 PR?", index) == []  # bloom says only its year
+    assert [note for note, _ in notes_dated("From 02 Dawnmarch 212 PR to -12 PR", index)] == ["event 1", "incursions"]
+
+
+def test_a_question_that_names_years_finds_the_events_dated_then_which_it_never_names(tmp_path):
+    """The Rising's three events answer "how did it escalate, from -62 PR through -12 PR to -1 PR?"; no title and
+    no word of theirs is in the question. They come as seeds from the `dated` list, whose statement the response
+    shows and reruns; a question without a number runs it on nothing."""
+    from datasette_okf.store import build
+
+    notes = {"First Rifts": ("Tears in the sky over the isles.", "01 Harvestshade -62 PR"),
+             "Deep Incursions": ("Daemons spread beneath the mountains.", "01 Emberwake -12 PR"),
+             "Grand Ward": ("The wardens seal the last gate.", "01 Dawnmarch -1 PR"),
+             "Harbour Fair": ("Merchants meet at the quay.", "05 Sunreach 212 PR")}
+    files = {f"events/{title}.md": f"---\ntype: Event\nstartdate: {date}\n---\n{text}\n"
+             for title, (text, date) in notes.items()}
+    files["lore/The Rising.md"] = "---\ntype: Era\n---\nThe Rising was an age of daemons and escalation.\n"
+    root = write_bundle(tmp_path / "world", files)
+    build([root], tmp_path / "w.db", embed=False)
+    question = "How did the Rising escalate, from -62 PR, through -12 PR, to the end in -1 PR?"
+    result = context_for(tmp_path / "w.db", question)
+    seeds = {node["title"]: node for node in result["nodes"] if node["why"]["kind"] == "seed"}
+    assert {"First Rifts", "Deep Incursions", "Grand Ward"} <= set(seeds) and "Harbour Fair" not in seeds
+    assert seeds["Deep Incursions"]["why"]["ranks"]["dated"] and "dated" in seeds["Deep Incursions"]["via"]
+    rows = connection(tmp_path / "w.db").execute(result["sql"]["seeds"], result["params"]["seeds"]).fetchall()
+    assert {"world/events/First Rifts", "world/events/Grand Ward"} <= {row[0] for row in rows}
+    undated = context_for(tmp_path / "w.db", "How did the Rising escalate?")
+    assert not any(node["why"].get("ranks", {}).get("dated") for node in undated["nodes"])
