@@ -40,7 +40,7 @@ class ContextOptions:
     coverage_threshold: float = 0.5  # share of the question's words the top keyword match must cover
     historical: bool | None = None  # follow superseded notes as they were (None: when the question asks)
     predicate_weights: dict[str, dict[str, float]] = field(default_factory=dict)  # per intent, over graph.py's
-    fusion_weights: dict[str, float] = field(default_factory=dict)  # per seed list, over title 2, fts 1, vector 1
+    fusion_weights: dict[str, float] = field(default_factory=dict)  # per seed list, over title 2, fts 1, vector 1, dated 2
     binary_from: int = 20_000  # chunks from which vector candidates come from 1-bit codes
     today: str | None = None  # ISO date staleness is judged at (None: now)
 
