@@ -577,7 +577,7 @@ def gate(query: Query, fused: list[dict[str, Any]]) -> tuple[bool, str]:
     """2. Confident when the question names a title or alias, one of the best keyword matches covers most of its words,
     or the nearest chunk is as similar as the bundle's calibrated threshold; otherwise nothing is returned. The
     same evidence in every mode: what a mode's lists did not look at is looked up here (docs/design.md §3)."""
-    titled, keyword, best = _evidence(query, fused)
+    titled, dated, keyword, best = _evidence(query, fused)
     unknown = [row["name"] for row in query.run("names", UNKNOWN_NAMES_SQL, {"question": query.question})]
     missing = _missing_member(query, fused)  # before the titles: "session 9 in Kanda" names the city's note
     if missing:
@@ -586,6 +586,8 @@ def gate(query: Query, fused: list[dict[str, Any]]) -> tuple[bool, str]:
         return True, "the question names a concept's title or alias"
     if unknown:
         return False, f"the question names {', '.join(unknown)}, which no note mentions"
+    if dated:  # "What happened on 13 March 1347?": the session dated so, as a title would name it (§2.9)
+        return True, "the question names a date notes are dated at"
     options = query.options
     if keyword:
         texts = query.conn.execute(
@@ -675,13 +677,18 @@ def _named(query: Query, titled: list[str], unknown: list[str]) -> bool:
 KEYWORD_EVIDENCE = 3  # the best keyword matches whose coverage of the question the gate reads
 
 
-def _evidence(query: Query, fused: list[dict[str, Any]]) -> tuple[list[str], list[str], float]:
-    """(the notes whose title or alias the question names, the best keyword matches, the best chunk's similarity),
-    from the lists that ran, the rest looked up with the same statements."""
+def _evidence(query: Query, fused: list[dict[str, Any]]) -> tuple[list[str], list[str], list[str], float]:
+    """(the notes whose title or alias the question names, the notes dated when it says, the best keyword matches,
+    the best chunk's similarity), from the lists that ran, the rest looked up with the same statements."""
     if "title" in query.lists:
         titled = [row["id"] for row in fused if row.get("title_rank")]
     else:
         titled = [row["id"] for row in _rows(query.conn, TITLE_SQL, {"question": query.question})]
+    if "dated" in query.lists:
+        dated = [row["id"] for row in fused if row.get("dated_rank")]
+    else:
+        dated = [note["id"] for note in json.loads(
+            query.conn.execute("select okf_dated_notes(?)", [query.question]).fetchone()[0])]
     params = {"question": query.question, "k": 1, "vector_k": query.options.vector_k,
               "candidates": query.options.candidates}
     if "fts" in query.lists:
@@ -699,7 +706,7 @@ def _evidence(query: Query, fused: list[dict[str, Any]]) -> tuple[list[str], lis
             best = 0.0
     else:
         best = 0.0
-    return titled, keyword, best
+    return titled, dated, keyword, best
 
 
 BRIDGE_SEEDS = 2  # notes a second round may add to the first round's seeds

@@ -106,3 +106,15 @@ def test_a_question_that_names_years_finds_the_events_dated_then_which_it_never_
     assert {"world/events/First Rifts", "world/events/Grand Ward"} <= {row[0] for row in rows}
     undated = context_for(tmp_path / "w.db", "How did the Rising escalate?")
     assert not any(node["why"].get("ranks", {}).get("dated") for node in undated["nodes"])
+
+
+def test_a_question_that_names_a_date_a_note_is_dated_at_is_answered_in_every_mode(campaign_db):
+    """ "What happened on 13 March 1347?" shares no word with Session 3, whose `in_world_date` is 1347-03-13, and its
+    nearest chunk is far from it: the gate refused it. A date notes are dated at is evidence, as a title is, in every
+    mode; hybrid's dated list puts the session first."""
+    for question in ("What happened on 13 March 1347?", "What did we play on 2026-04-11?"):
+        for mode in ("hybrid", "vector", "keyword"):
+            result = context_for(campaign_db, question, mode=mode)
+            assert result["confident"] and result["reason"] == "the question names a date notes are dated at", mode
+        assert context_for(campaign_db, question)["nodes"][0]["id"] == "campaign/sessions/session-03"
+    assert not context_for(campaign_db, "What happened on 13 March 1512?")["confident"]  # no note is dated then
