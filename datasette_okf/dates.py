@@ -119,16 +119,25 @@ def _dates_in(tokens: list[str], calendar: Calendar) -> list[tuple[int | None, A
     return found
 
 
-def dated_notes(rows: Iterable[tuple[str, str]]) -> DatedNotes:
-    """The index, from (note id, frontmatter JSON) rows."""
+# A note named by its date is dated then: an Obsidian daily note "2024-03-05", a meeting "2024-03-05 Standup". Its
+# title never matches as a name (numbers only: docs/design.md §2.1), so without this "What did I write on
+# 2024-03-05?" found it by nothing but BM25 over "2024", "03" and "05".
+TITLE_DATE = re.compile(r"^\s*(\d{4}-\d{1,2}-\d{1,2})(?!\d)")
+
+
+def dated_notes(rows: Iterable[tuple[str, str | None, str | None]]) -> DatedNotes:
+    """The index, from (note id, frontmatter JSON, title) rows."""
     fields: list[tuple[str, str]] = []
-    for concept_id, frontmatter in rows:
+    for concept_id, frontmatter, title in rows:
         try:
-            data = json.loads(frontmatter)
+            data = json.loads(frontmatter or "{}")
         except (TypeError, ValueError):
-            continue
+            data = {}
         if isinstance(data, dict):
             fields.extend((concept_id, text) for text in date_fields(data))
+        named = TITLE_DATE.match(title or "")
+        if named:
+            fields.append((concept_id, named.group(1)))
     calendar = learn_calendar(text for _, text in fields)
     by_year: dict[int, dict[str, set[tuple[Any, Any]]]] = defaultdict(lambda: defaultdict(set))
     years: dict[str, set[int]] = defaultdict(set)

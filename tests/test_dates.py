@@ -62,7 +62,7 @@ def test_a_question_names_a_date_with_the_calendars_era_or_month_never_a_bare_nu
 
 
 def _index(notes: dict[str, dict]) -> object:
-    return dated_notes((note, json.dumps(frontmatter)) for note, frontmatter in notes.items())
+    return dated_notes((note, json.dumps(frontmatter), note) for note, frontmatter in notes.items())
 
 
 def test_a_date_names_the_few_notes_that_meet_it_most_closely():
@@ -118,3 +118,19 @@ def test_a_question_that_names_a_date_a_note_is_dated_at_is_answered_in_every_mo
             assert result["confident"] and result["reason"] == "the question names a date notes are dated at", mode
         assert context_for(campaign_db, question)["nodes"][0]["id"] == "campaign/sessions/session-03"
     assert not context_for(campaign_db, "What happened on 13 March 1512?")["confident"]  # no note is dated then
+
+
+def test_a_daily_note_is_dated_by_its_name(tmp_path):
+    """An Obsidian daily note is named by its date and says it nowhere else; a name of numbers never matches by title
+    (docs/design.md §2.1). Its name dates it: "What did I write on 2024-03-05?" and "…on March 5, 2024?" find it."""
+    from datasette_okf.store import build
+
+    days = {"2024-03-04": "Groceries and a walk.", "2024-03-05": "Met Ana about the roof; the quote is too high.",
+            "2024-03-06": "Rain all day.", "2024-03-05 Standup": "Sprint review moved to Friday."}
+    root = write_bundle(tmp_path / "journal", {f"Daily/{name}.md": f"{text}\n" for name, text in days.items()})
+    build([root], tmp_path / "j.db", embed=False)
+    for question in ("What did I write on 2024-03-05?", "What happened on March 5, 2024?"):
+        result = context_for(tmp_path / "j.db", question)
+        assert result["confident"], question
+        assert {n["title"] for n in result["nodes"][:2]} == {"2024-03-05", "2024-03-05 Standup"}, question
+        assert all(n["why"]["ranks"]["dated"] for n in result["nodes"][:2])
