@@ -181,9 +181,12 @@ def _specificity(wanted: Date, dates: set[tuple[Any, Any]]) -> int:
     _, month, day = wanted
     if month is None:
         return 1
-    return max((3 if day is not None and day == note_day else 2 if day is None or note_day is None else 0)
-               for note_month, note_day in dates if note_month == month) if any(
-        note_month == month for note_month, _ in dates) else 0
+    days = [note_day for note_month, note_day in dates if note_month == month]
+    if not days:
+        return 0
+    if day is not None and day in days:
+        return 3
+    return 2 if day is None or None in days else 0
 
 
 def notes_dated(question: str, index: DatedNotes) -> list[tuple[str, float]]:
@@ -194,7 +197,8 @@ def notes_dated(question: str, index: DatedNotes) -> list[tuple[str, float]]:
     for wanted in named_dates(question, index.calendar):
         met = {concept_id: specificity for concept_id, dates in index.by_year.get(wanted[0], {}).items()
                if index.years_of[concept_id] <= DATED_MOST and (specificity := _specificity(wanted, dates))}
-        closest = [concept_id for concept_id, specificity in met.items() if specificity == max(met.values())]
+        best = max(met.values(), default=0)
+        closest = [concept_id for concept_id, specificity in met.items() if specificity == best]
         if len(closest) <= DATED_MOST:
             for concept_id in closest:
                 scores[concept_id] += met[concept_id]
