@@ -107,15 +107,18 @@ order by rank limit :k"""
 # A date the question writes names the notes dated then, as a title names its note, so it weighs as much: "the
 # incursions of -12 PR" is Thellade's "Incursions Reach the Deep Dark" (startdate: 01 Emberwake -12 PR), which no
 # other list ranked (dates.py, docs/design.md §2.9). Notes dated alike come nearest the question first.
-DATED_SQL = """select dated.id, row_number() over (order by dated.score desc{nearest}, dated.id) as rank
-from (select json_extract(value, '$.id') as id, json_extract(value, '$.score') as score
-      from json_each(okf_dated_notes(:question))) as dated{similarity}
+DATED_SQL = """with dated as materialized (  -- the notes named, once: the function is asked one time
+  select json_extract(value, '$.id') as id, json_extract(value, '$.score') as score
+  from json_each(okf_dated_notes(:question))
+)
+select dated.id, row_number() over (order by dated.score desc{nearest}, dated.id) as rank
+from dated{similarity}
 order by rank limit :k"""
 DATED_SIMILARITY = """
 left join (select chunks.concept_id as id,
              max(1 - vec_distance_cosine(chunk_floats.embedding, (select okf_embed(:question)))) as similarity
            from chunks join chunk_floats on chunk_floats.id = chunks.id
-           where chunks.concept_id in (select json_extract(value, '$.id') from json_each(okf_dated_notes(:question)))
+           where chunks.concept_id in (select id from dated)
            group by chunks.concept_id) as nearest on nearest.id = dated.id"""
 LISTS = {"title": (TITLE_SQL, 2.0), "fts": (FTS_SQL, 1.0), "vector": (VECTOR_SQL, 1.0),
          "dated": (DATED_SQL.format(nearest=", coalesce(nearest.similarity, 0) desc", similarity=DATED_SIMILARITY),
