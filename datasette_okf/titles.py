@@ -97,22 +97,15 @@ def _forms(stem: str) -> set[str]:
 
 
 @functools.lru_cache(maxsize=256)
-def _wanted(question: str) -> tuple[frozenset[str], dict[str, str]]:
-    """The question's content words, stemmed, and every word form (either spelling) that stems to one of them,
-    mapped to it (called per row: a note's text changes, the question does not)."""
-    wanted = frozenset(_stem(w) for w in content_words(question))
-    forms = {form: stem for stem in wanted for spelling in _spellings(stem) for form in _forms(spelling)}
-    return wanted, forms
-
-
-@functools.lru_cache(maxsize=256)
 def _finders(question: str) -> tuple[tuple[tuple[str, ...], re.Pattern[str]], ...]:
     """For each of the question's stemmed content words: the substrings every form of it starts with (a cheap first
-    test), and a pattern finding any form as a whole token (the same tokens as `_WORD`)."""
-    wanted, forms = _wanted(question)
+    test), and a pattern finding any form (either spelling) as a whole token (the same tokens as `_WORD`). A form two
+    of them share counts for both: "stages" stems to "stag" and is also a form of "stage" ("a five-stage challenge…
+    how many stages"); given to one of them, which one followed the order of a set of strings, and that changes
+    from one process to the next."""
     finders = []
-    for stem in sorted(wanted):
-        own = sorted((form for form, of in forms.items() if of == stem), key=len, reverse=True)
+    for stem in sorted({_stem(word) for word in content_words(question)}):
+        own = sorted({form for spelling in _spellings(stem) for form in _forms(spelling)}, key=lambda f: (-len(f), f))
         starts = {form.removesuffix("ies") for form in own}
         starts = {start for start in starts if not any(start != o and start.startswith(o) for o in starts)}
         pattern = re.compile(r"(?<!\w)(?:" + "|".join(map(re.escape, own)) + r")(?!\w)")

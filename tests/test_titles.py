@@ -62,6 +62,15 @@ def test_held_says_which_of_the_questions_words_a_text_holds():
     assert held(question, "a ledger of debts") == frozenset()
 
 
+def test_a_word_form_two_of_the_questions_words_share_counts_for_both():
+    """"stages" stems to "stag" and is also a form of "stage": it used to count for one of the two, which one by the
+    order of a set of strings, and so the context of Thellade-check4's thf21 changed from one process to the next."""
+    question = "The riots ran as a five-stage skill challenge. How many stages did the party clear?"
+    both = held(question, "stage stages") - held(question, "skill challenge riots party clear ran")
+    assert len(both) == 2 and held(question, "three stages") == both and held(question, "one stage") < both
+    assert coverage(question, "three stages") == coverage(question, "stage, stages")
+
+
 def test_besides_leaves_out_the_words_of_a_name_the_question_already_names():
     assert besides("Who was Kothar entrusted to as a baby?", "Kothar") == "entrusted baby"
     assert besides("Which ships does the Black Gull sail?", "The Black Gulls") == "ships sail"  # stems compare
