@@ -587,7 +587,7 @@ def _sync(db: sqlite_utils.Database, table: str, key: str, new_rows: list[dict],
     new: dict[str, list[tuple]] = {}
     for row in new_rows:
         new.setdefault(row[key], []).append(tuple(row[c] for c in columns))
-    changed = [k for k in old.keys() | new.keys() if Counter(old.get(k, ())) != Counter(new.get(k, ()))]
+    changed = [k for k in sorted(old.keys() | new.keys()) if Counter(old.get(k, ())) != Counter(new.get(k, ()))]
     if not changed:
         return set()
     touched = set(changed)

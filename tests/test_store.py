@@ -17,7 +17,7 @@ from datasette_okf import schema, store
 from datasette_okf.embed import EmbeddingError
 from datasette_okf.store import BuildError, BuildRefused, build
 
-from .conftest import VAULT, write_bundle
+from .conftest import EXAMPLES, VAULT, write_bundle
 
 NOTE = "---\ntype: Person\ntitle: {title}\ntags: [npc, {tag}]\n---\n# {title}\n\nKnows [b](/b.md).\n"
 
@@ -32,6 +32,18 @@ def bundle(tmp_path):
             "c.md": "---\ntype: Place\n---\nThe [missing](/nowhere.md) abbey.\n",
         },
     )
+
+
+def test_one_bundle_builds_to_the_same_rows_in_the_same_order_in_every_process(tmp_path):
+    """Rows that belong to a note are written note by note in the order of their ids: it was the order of a set of
+    strings, which string hashing seeds afresh in each process, so two builds of one vault differed in their edge
+    ids (and any tie a query broke by rowid)."""
+    db_path = tmp_path / "examples.db"
+    build([EXAMPLES], db_path, embed=False)
+    db = sqlite_utils.Database(db_path)
+    for table, key in store.PER_CONCEPT:
+        keys = [row[0] for row in db.execute(f"select {key} from {table} order by id")]
+        assert len(set(keys)) > 1 and keys == sorted(keys), table
 
 
 def test_schema_and_contents(bundle, tmp_path):
