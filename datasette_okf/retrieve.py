@@ -324,8 +324,11 @@ def classify_intent(question: str) -> str:
 
 
 def connection(db: Any) -> Any:
-    """A sqlite3 connection with sqlite-vec and our SQL functions, from a path, Database or connection."""
+    """A sqlite3 connection with sqlite-vec and our SQL functions, from a path, Database or connection. A path must
+    name a file: opening one that is not there would leave an empty database behind, under a mistyped name."""
     if isinstance(db, (str, Path)):
+        if not Path(db).is_file():
+            raise FileNotFoundError(f"no such database file: {db}")
         conn = sqlite_utils.Database(db).conn
     elif isinstance(db, sqlite_utils.Database):
         conn = db.conn

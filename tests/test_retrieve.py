@@ -407,6 +407,17 @@ def test_a_database_of_another_format_is_a_clear_error(campaign_db, tmp_path):
     assert result.exit_code == 1 and "has format 1" in result.output
 
 
+def test_a_mistyped_database_path_is_a_clear_error_and_leaves_no_file_behind(tmp_path):
+    """sqlite creates the file it is asked to open: `context_for("campain.db", …)` from a script, or a benchmark
+    given `--help` for its database, left an empty database under that name (one was committed by mistake)."""
+    missing = tmp_path / "campain.db"
+    with pytest.raises(FileNotFoundError, match="no such database file: .*campain.db"):
+        context_for(missing, "Who is the Tinker?")
+    with pytest.raises(FileNotFoundError):
+        context_for(str(missing), "Who is the Tinker?")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_binary_candidates_with_float_rerank_find_the_same_notes(campaign_db):
     """Large collections search 1-bit codes and re-rank exactly; forced here on the small example."""
     golden = load_golden(GOLDEN)
