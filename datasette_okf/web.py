@@ -335,26 +335,29 @@ def across_view(datasette, params: dict[str, Any], result: dict[str, Any]) -> di
 
 def neighbourhood_svg(result: dict[str, Any], size: int = 420, why: dict[str, str] | None = None) -> str:
     """Seeds on an inner ring, walked notes on an outer ring, the walk's edges between them; `why`: each node's
-    why line as the page shows it (by title), for its tooltip."""
+    why line as the page shows it (by title), for its tooltip. Each label takes the first place around its dot
+    that no dot or label placed before it covers (_label_places); centred under their dots, two neighbouring
+    seeds' labels overlapped on a real vault (seven seeds 73 px apart, labels up to 130)."""
     nodes = result["nodes"]
     if not nodes:
         return ""
     seeds = [n for n in nodes if n["why"]["kind"] == "seed"]
     walked = [n for n in nodes if n["why"]["kind"] != "seed"]  # by the walk, or filling in a series
-    centre = size / 2
+    width = size + 2 * LABEL_ROOM  # wider than tall: a label beside a dot at the ring's side
     position: dict[str, tuple[float, float]] = {}
     for ring, radius in ((seeds, size * 0.2 if len(seeds) > 1 else 0), (walked, size * 0.4)):
         for i, node in enumerate(ring):
             angle = 2 * math.pi * i / max(len(ring), 1) - math.pi / 2
-            position[node["id"]] = (centre + radius * math.cos(angle), centre + radius * math.sin(angle))
-    parts = [(f'<svg class="okf-neighbourhood" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {size} {size}" '
-              f'width="{size}" height="{size}" role="img" aria-label="Neighbourhood the walk used">')]
+            position[node["id"]] = (width / 2 + radius * math.cos(angle), size / 2 + radius * math.sin(angle))
+    labels = _label_places([(position[n["id"]], _label(n["title"])) for n in nodes], width / 2, size / 2)
+    parts = [(f'<svg class="okf-neighbourhood" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {size}" '
+              f'width="{width}" height="{size}" role="img" aria-label="Neighbourhood the walk used">')]
     for node in walked:
         via = next((node["why"][key] for key in ("from", "after", "before", "linked_with") if node["why"].get(key)), None)
         if via in position:
             (x1, y1), (x2, y2) = position[via], position[node["id"]]
             parts.append(f'<line x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}" stroke="#999" stroke-width="1.5"/>')
-    for node in nodes:
+    for node, (label_x, label_y, anchor) in zip(nodes, labels):
         x, y = position[node["id"]]
         seed = node in seeds
         colour = "#2b6cb0" if seed else "#dd6b20"
@@ -362,10 +365,40 @@ def neighbourhood_svg(result: dict[str, Any], size: int = 420, why: dict[str, st
         parts.append(
             f'<g class="{"okf-seed" if seed else "okf-walked"}"><title>{title} — {escape((why or {}).get(node["id"], node["via"]))}</title>'
             f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{9 if seed else 7}" fill="{colour}"/>'
-            f'<text x="{x:.1f}" y="{y + 20:.1f}" font-size="10" text-anchor="middle">{escape(_label(node["title"]))}</text></g>'
+            f'<text x="{label_x:.1f}" y="{label_y:.1f}" font-size="10" text-anchor="{anchor}">'
+            f'{escape(_label(node["title"]))}</text></g>'
         )
     parts.append("</svg>")
     return "".join(parts)
+
+
+LABEL_ROOM = 110  # px beside the rings, for a label at the side of a dot at the ring's side
+CHAR_WIDTH = 5.6  # px, a character of a 10 px sans-serif label, for telling whether two labels would overlap
+
+
+def _label_places(dots: list[tuple[tuple[float, float], str]], centre_x: float,
+                  centre_y: float) -> list[tuple[float, float, str]]:
+    """(x, y, text-anchor) of each dot's label: the first of under, over, then beside it (away from the centre
+    first) whose box no dot and no label already placed covers; under it when every place is taken."""
+    taken = [(x - 9, y - 9, x + 9, y + 9) for (x, y), _ in dots]
+    places = []
+    for (x, y), text in dots:
+        wide = CHAR_WIDTH * len(text)
+        outward = 1 if x >= centre_x else -1
+        candidates = [(x, y + 20, "middle"), (x, y - 14, "middle"),
+                      (x + 13 * outward, y + 3.5, "start" if outward > 0 else "end"),
+                      (x - 13 * outward, y + 3.5, "end" if outward > 0 else "start")]
+        for label_x, label_y, anchor in candidates:
+            left = label_x - wide / 2 if anchor == "middle" else label_x if anchor == "start" else label_x - wide
+            box = (left, label_y - 9, left + wide, label_y + 2)
+            if not any(box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3] for b in taken):
+                break
+        else:
+            label_x, label_y, anchor = candidates[0]
+            box = (x - wide / 2, y + 11, x + wide / 2, y + 22)
+        taken.append(box)
+        places.append((label_x, label_y, anchor))
+    return places
 
 
 LABEL = 24  # characters of a title under its dot; the whole title is its tooltip

@@ -110,6 +110,33 @@ def test_the_picture_labels_each_note_so_that_a_series_members_differ():
     assert "<title>Campaign 2 - Session 06 - Into the Hollow Flame — seed: fts</title>" in svg
 
 
+def test_no_two_labels_of_the_picture_overlap():
+    """Thellade-check4's thf21 asked of the vault: seven seeds 73 px apart on the inner ring, their labels up to 24
+    characters (about 130 px), centred under their dots: two of them ran into each other."""
+    import itertools
+    import re
+
+    from datasette_okf.web import neighbourhood_svg
+
+    seeds = ["When Memory Burns", "Campaign 3 - Session 08 - Bonds Forged in Silence", "Embermoon Surge",
+             "Storm and Whispers", "Campaign 6 - Session 07 - Salt and Silence", "Ashgate Market", "Kraya Feldrum"]
+    walked = ["Glyphs, Chains, and Shadows", "Campaign 3 - Session 07 - Echoes in the Moonlight", "The Silent Edict"]
+    nodes = [{"id": f"v/{t}", "title": t, "via": "seed", "why": {"kind": "seed"}} for t in seeds]
+    nodes += [{"id": f"v/{t}", "title": t, "via": "hop", "why": {"kind": "hop", "from": "v/When Memory Burns"}}
+              for t in walked]
+    svg = neighbourhood_svg({"nodes": nodes})
+    boxes = []
+    for x, y, anchor, text in re.findall(r'<text x="([\d.]+)" y="([\d.]+)"[^>]*text-anchor="(\w+)">([^<]*)</text>', svg):
+        wide = 5.0 * len(text)  # px at font-size 10: less than any sans-serif font takes
+        left = float(x) - {"start": 0, "middle": wide / 2, "end": wide}[anchor]
+        boxes.append((text, left, float(y) - 9, left + wide, float(y) + 2))
+    assert len(boxes) == len(nodes)
+    for (a, *one), (b, *other) in itertools.combinations(boxes, 2):
+        assert not (one[0] < other[2] and other[0] < one[2] and one[1] < other[3] and other[1] < one[3]), (a, b)
+    width = float(re.search(r'viewBox="0 0 ([\d.]+)', svg)[1])
+    assert all(0 <= box[1] and box[3] <= width for box in boxes)  # every label inside the picture
+
+
 def test_page_without_a_question_is_a_form_and_bad_input_is_400(ds):
     assert 'name="q"' in fetch(ds, "/-/context_for").text
     assert fetch(ds, "/-/context_for?q=").status_code == 400
