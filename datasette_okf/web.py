@@ -349,7 +349,7 @@ def neighbourhood_svg(result: dict[str, Any], size: int = 420, why: dict[str, st
         for i, node in enumerate(ring):
             angle = 2 * math.pi * i / max(len(ring), 1) - math.pi / 2
             position[node["id"]] = (width / 2 + radius * math.cos(angle), size / 2 + radius * math.sin(angle))
-    labels = _label_places([(position[n["id"]], _label(n["title"])) for n in nodes], width / 2, size / 2)
+    labels = _label_places([(position[n["id"]], _label(n["title"])) for n in nodes], width, size)
     parts = [(f'<svg class="okf-neighbourhood" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {size}" '
               f'width="{width}" height="{size}" role="img" aria-label="Neighbourhood the walk used">')]
     for node in walked:
@@ -376,22 +376,24 @@ LABEL_ROOM = 110  # px beside the rings, for a label at the side of a dot at the
 CHAR_WIDTH = 5.6  # px, a character of a 10 px sans-serif label, for telling whether two labels would overlap
 
 
-def _label_places(dots: list[tuple[tuple[float, float], str]], centre_x: float,
-                  centre_y: float) -> list[tuple[float, float, str]]:
+def _label_places(dots: list[tuple[tuple[float, float], str]], width: float,
+                  height: float) -> list[tuple[float, float, str]]:
     """(x, y, text-anchor) of each dot's label: the first of under, over, then beside it (away from the centre
-    first) whose box no dot and no label already placed covers; under it when every place is taken."""
+    first) whose box stays in the picture and no dot and no label already placed covers; under it when every place
+    is taken."""
     taken = [(x - 9, y - 9, x + 9, y + 9) for (x, y), _ in dots]
     places = []
     for (x, y), text in dots:
         wide = CHAR_WIDTH * len(text)
-        outward = 1 if x >= centre_x else -1
+        outward = 1 if x >= width / 2 else -1
         candidates = [(x, y + 20, "middle"), (x, y - 14, "middle"),
                       (x + 13 * outward, y + 3.5, "start" if outward > 0 else "end"),
                       (x - 13 * outward, y + 3.5, "end" if outward > 0 else "start")]
         for label_x, label_y, anchor in candidates:
             left = label_x - wide / 2 if anchor == "middle" else label_x if anchor == "start" else label_x - wide
             box = (left, label_y - 9, left + wide, label_y + 2)
-            if not any(box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3] for b in taken):
+            inside = 0 <= box[0] and box[2] <= width and 0 <= box[1] and box[3] <= height
+            if inside and not any(box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3] for b in taken):
                 break
         else:
             label_x, label_y, anchor = candidates[0]
