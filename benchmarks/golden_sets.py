@@ -23,6 +23,8 @@ vectors), then runs `datasette_okf.evaluate` on it. The sets:
 - thellade-check4, 13th-age-check4: 40 more each (8-10 lookup, 16 linked note, 8-10 temporal, 6 out), written the
   same way at stop 40, when nothing in retrieval changed: their first run is where stop 39's code stands on questions
   no change was made for
+- thellade-check5, 13th-age-check5: 40 more each (9 lookup, 16 linked note, 9 temporal, 6 out), written the same way
+  at stop 41 and run once on its code before any question was read
 
 musique-mini is the held-out test set: this script never touches it.
 """
@@ -71,6 +73,8 @@ def sets(shared: Path) -> dict[str, tuple[list[Path], list[dict], dict]]:
         "13th-age-check3": ([corpora / "13th-age-srd-vault" / "vault"], golden("check/13th-age-check3"), {}),
         "thellade-check4": ([corpora / "thellade-campaign-vault" / "vault"], golden("check/thellade-check4"), {}),
         "13th-age-check4": ([corpora / "13th-age-srd-vault" / "vault"], golden("check/13th-age-check4"), {}),
+        "thellade-check5": ([corpora / "thellade-campaign-vault" / "vault"], golden("check/thellade-check5"), {}),
+        "13th-age-check5": ([corpora / "13th-age-srd-vault" / "vault"], golden("check/13th-age-check5"), {}),
     }
 
 
