@@ -182,8 +182,11 @@ linking as materialized (  -- how like the question is the seed's section that l
 WALK_SQL = """with arrivals as materialized (
   select json_extract(value, '$.id') as id, json_extract(value, '$.via') as via,
     json_extract(value, '$.score') as structure, value as arrival,
-    okf_coverage(replace(replace(json_extract(value, '$.predicate'), '_', ' '), '-', ' '), :question) as predicate
-  from json_each(graph_expand(:seeds, :hops, :walk_options))
+    (select max(okf_coverage(replace(replace(said.predicate, '_', ' '), '-', ' '), :question))
+     from (select json_extract(reached.value, '$.predicate') as predicate union all
+           select json_extract(link.value, '$[0]') from json_each(reached.value, '$.from_seeds') as link) as said
+    ) as predicate
+  from json_each(graph_expand(:seeds, :hops, :walk_options)) as reached
 ){similarity},
 lexical as materialized (
   select concepts.id, matches.bm25
