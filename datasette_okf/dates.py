@@ -33,6 +33,7 @@ ERA_SEEN = 3  # date fields that end with a word after the year before it counts
 _NUMBER = re.compile(r"-?\d+")
 _TOKEN = re.compile(r"-?\d+|[^\W\d_]+")
 _ISO = re.compile(r"^\s*(-?\d{1,4})[-.](\d{1,2})(?:[-.](\d{1,2}))?(?!\d)")  # 2024-03-05, -0012.04.01
+_ISO_IN_TEXT = re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b")  # an ISO date anywhere in a question
 _LINK = re.compile(r"^\s*\[\[(?:[^\]|]*/)?([^\]|/]*?)(?:\|[^\]]*)?\]\]\s*$")  # "[[-12]]", "[[Years/-12|-12]]"
 _ERA_AT_END = re.compile(r"-?\d+\s+([^\W\d_]{1,4})\s*$")
 
@@ -154,9 +155,8 @@ def named_dates(question: str, calendar: Calendar) -> list[Date]:
     """The dates a question writes, in order: an ISO date; a month word beside a year ("Dawnmarch 212", "8
     Dawnmarch 212", "March 5, 2024"); a number followed by the calendar's era ("-12 PR"); a year of four digits
     (1000-2999). "Group 4", "level 8" and "session 10" name no date."""
-    found: list[Date] = [(int(y), int(m), int(d)) for y, m, d in re.findall(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b",
-                                                                          question)]
-    tokens = _TOKEN.findall(re.sub(r"\b\d{4}-\d{1,2}-\d{1,2}\b", " ", question))
+    found: list[Date] = [(int(y), int(m), int(d)) for y, m, d in _ISO_IN_TEXT.findall(question)]
+    tokens = _TOKEN.findall(_ISO_IN_TEXT.sub(" ", question))
     with_month = _dates_in(tokens, calendar)
     for n, (year, month, day) in enumerate(with_month):
         if year is None:  # "between 03 Dawnmarch 212 PR and 09 Dawnmarch": the year said before it, else after it

@@ -349,7 +349,8 @@ def neighbourhood_svg(result: dict[str, Any], size: int = 420, why: dict[str, st
         for i, node in enumerate(ring):
             angle = 2 * math.pi * i / max(len(ring), 1) - math.pi / 2
             position[node["id"]] = (width / 2 + radius * math.cos(angle), size / 2 + radius * math.sin(angle))
-    labels = _label_places([(position[n["id"]], _label(n["title"])) for n in nodes], width, size)
+    texts = [_label(n["title"]) for n in nodes]
+    labels = _label_places([(position[n["id"]], text) for n, text in zip(nodes, texts)], width, size)
     parts = [(f'<svg class="okf-neighbourhood" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {size}" '
               f'width="{width}" height="{size}" role="img" aria-label="Neighbourhood the walk used">')]
     for node in walked:
@@ -357,7 +358,7 @@ def neighbourhood_svg(result: dict[str, Any], size: int = 420, why: dict[str, st
         if via in position:
             (x1, y1), (x2, y2) = position[via], position[node["id"]]
             parts.append(f'<line x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}" stroke="#999" stroke-width="1.5"/>')
-    for node, (label_x, label_y, anchor) in zip(nodes, labels):
+    for node, text, (label_x, label_y, anchor) in zip(nodes, texts, labels):
         x, y = position[node["id"]]
         seed = node in seeds
         colour = "#2b6cb0" if seed else "#dd6b20"
@@ -366,7 +367,7 @@ def neighbourhood_svg(result: dict[str, Any], size: int = 420, why: dict[str, st
             f'<g class="{"okf-seed" if seed else "okf-walked"}"><title>{title} — {escape((why or {}).get(node["id"], node["via"]))}</title>'
             f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{9 if seed else 7}" fill="{colour}"/>'
             f'<text x="{label_x:.1f}" y="{label_y:.1f}" font-size="10" text-anchor="{anchor}">'
-            f'{escape(_label(node["title"]))}</text></g>'
+            f'{escape(text)}</text></g>'
         )
     parts.append("</svg>")
     return "".join(parts)
