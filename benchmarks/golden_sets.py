@@ -25,6 +25,8 @@ vectors), then runs `datasette_okf.evaluate` on it. The sets:
   no change was made for
 - thellade-check5, 13th-age-check5: 40 more each (9 lookup, 16 linked note, 9 temporal, 6 out), written the same way
   at stop 41 and run once on its code before any question was read
+- thellade-check6, 13th-age-check6: 40 more each (9 lookup, 16 linked note, 9 temporal, 6 out), written the same way
+  at stop 42 and run once on its first code before any question was read
 
 musique-mini is the held-out test set: this script never touches it.
 """
@@ -75,6 +77,8 @@ def sets(shared: Path) -> dict[str, tuple[list[Path], list[dict], dict]]:
         "13th-age-check4": ([corpora / "13th-age-srd-vault" / "vault"], golden("check/13th-age-check4"), {}),
         "thellade-check5": ([corpora / "thellade-campaign-vault" / "vault"], golden("check/thellade-check5"), {}),
         "13th-age-check5": ([corpora / "13th-age-srd-vault" / "vault"], golden("check/13th-age-check5"), {}),
+        "thellade-check6": ([corpora / "thellade-campaign-vault" / "vault"], golden("check/thellade-check6"), {}),
+        "13th-age-check6": ([corpora / "13th-age-srd-vault" / "vault"], golden("check/13th-age-check6"), {}),
     }
 
 
