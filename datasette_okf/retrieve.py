@@ -640,17 +640,21 @@ where exists (select 1 from edges where edges.src = reach.id and edges.kind = 's
 def _missing_member(query: Query, fused: list[dict[str, Any]]) -> str | None:
     """Why the question is about a series member no note is, if it is: "What happened to Campaign Group 6 during
     their session 9?" — the series whose file names carry the question's other number ("Campaign 6 - Session 07 -
-    …") has sessions 6 to 8. Only with two numbers, so that one picks the series; like a name no note mentions."""
+    …") has sessions 6 to 8. Only with two numbers, so that one picks the series; like a name no note mentions. Not
+    when one of the members it names is there: "Group 1's sessions 6 to 9" of sessions 6 to 8 is about the series
+    (Thellade-check6's thh29, whose answer is a calendar note's line for each session), the rest for the LLM to say."""
     pairs = numbered(query.question)
     if len(pairs) < 2:
         return None
     params = {"found": json.dumps([row["id"] for row in fused]), "reach": SERIES_REACH}
     names = [_file_name(row["path"]) for row in query.run("members", SERIES_MEMBERS_SQL, params)]
-    for word, number in pairs:
+    for word in dict.fromkeys(w for w, _ in pairs):
+        asked = [n for w, n in pairs if w == word]
         others = {n for w, n in pairs if w != word}
         members = {number_after(name, word) for name in names if carries(name, word, others)}
-        if members and number not in members:
-            return f"the question names {word} {number}, and its series has {word} {', '.join(map(str, sorted(members)))} only"
+        if members and not members & set(asked):  # "sessions 6 to 9" of sessions 6-8: about the series, not refused
+            return (f"the question names {word} {', '.join(map(str, asked))}, and its series has "
+                    f"{word} {', '.join(map(str, sorted(members)))} only")
     return None
 
 

@@ -739,6 +739,10 @@ def test_a_question_about_a_session_its_series_does_not_have_is_refused(tmp_path
     assert context_for(tmp_path / "v.db", "What happened to Group 6 during their session 8 in Kanda?")["confident"]
     one_number = context_for(tmp_path / "v.db", "What happened at the docks in session 12 in Kanda?")
     assert one_number["confident"]  # no other number to say whose session 12: not refused for it
+    # a question that names members the series has is about it, the one it lacks among them for the LLM to say
+    assert context_for(tmp_path / "v.db", "What happened to Group 6 in sessions 7 to 9 in Kanda?")["confident"]
+    refused = context_for(tmp_path / "v.db", "What happened to Group 6 in sessions 9 and 10 in Kanda?")
+    assert refused["reason"] == "the question names session 9, 10, and its series has session 6, 7, 8 only"
 
 
 def test_the_last_or_first_member_of_a_series_the_question_asks_for_comes_right_after_the_best_note(tmp_path):
