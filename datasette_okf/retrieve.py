@@ -851,7 +851,8 @@ from concepts where concepts.id = :id"""
 def pick_seeds(query: Query, fused: list[dict[str, Any]], count: int | None = None) -> list[Seed]:
     """The fused notes in order, each superseded one resolved to the end of its chain (unless the question
     asks about the past), each once, as many notes with text of their own as the mode keeps (or `count`), and among
-    them the unfilled templates the question is about (_about; docs/design.md §2.6)."""
+    them the unfilled templates the question is about (_about; docs/design.md §2.6); a template it names in passing
+    comes below them: what its links say is what the vault knows of it ("Hans Dane has a friend in Mangagoy…")."""
     count = query.rules.seed_count(query.options) if count is None else count
     picked: list[Seed] = []
     texts: list[str] = []  # the picked notes with text of their own: the ones counted
@@ -869,7 +870,9 @@ def pick_seeds(query: Query, fused: list[dict[str, Any]], count: int | None = No
             texts.append(target)
         if len(texts) >= count:
             break
-    return [s for s in picked if s.id in texts or _about(query, s, texts)]
+    kept = [s for s in picked if s.id in texts or _about(query, s, texts)]
+    passing = [s for s in picked if s not in kept and s.ranks.get("title")]
+    return kept + [replace(s, rrf=score) for s, score in zip(passing, _below_first_round(kept, len(passing)))]
 
 
 def _about(query: Query, template: Seed, texts: list[str]) -> bool:

@@ -1445,10 +1445,12 @@ def test_a_list_question_reads_the_notes_linking_to_the_one_it_names_the_types_i
     assert linking("Where do The Red Runners smuggle their contraband?") == []
 
 
-def test_an_unfilled_template_the_notes_found_already_mention_is_no_seed(tmp_path):
+def test_an_unfilled_template_the_notes_found_already_mention_comes_below_them(tmp_path):
     """Thellade's city of Kanda is a template with frontmatter links. "How many exits does the tavern on Kanda's
     docks have?" is about the tavern, whose note mentions Kanda: Kanda taking the first place (and with it the first
-    note's facts and best section) cost lookup and linked-note recall when it was measured (docs/design.md §2.6)."""
+    note's facts and best section) cost lookup and linked-note recall when it was measured (docs/design.md §2.6).
+    Dropped, a template named in passing took what its links say with it ("Hans Dane has a friend in Mangagoy…",
+    Thellade-check6): it comes below every note the lists found."""
     from datasette_okf.store import build
 
     from .conftest import write_bundle
@@ -1462,8 +1464,9 @@ def test_an_unfilled_template_the_notes_found_already_mention_is_no_seed(tmp_pat
     build([root], tmp_path / "v.db", embed=False)
     result = context_for(tmp_path / "v.db", "How many exits does the tavern on Kanda's docks have?")
     assert result["confident"] and result["nodes"][0]["id"] == "vault/Mooring Flagon"
-    assert "vault/Kanda" not in [s["id"] for s in result["seeds"]]
-    assert "Kanda organization" not in result["context"]
+    seeds = {s["id"]: s["rrf"] for s in result["seeds"]}
+    assert seeds["vault/Kanda"] < min(score for id, score in seeds.items() if id != "vault/Kanda")
+    assert [n["id"] for n in result["nodes"]].index("vault/Kanda") == len(seeds) - 1
     # asked about Kanda itself, its name and links hold most of the question: it keeps its place
     about = context_for(tmp_path / "v.db", "Which organization holds Kanda?")
     assert about["nodes"][0]["id"] == "vault/Kanda" and "- Kanda organization Harbour Guard" in about["context"]
