@@ -653,7 +653,8 @@ def _missing_member(query: Query, fused: list[dict[str, Any]]) -> str | None:
         others = {n for w, n in pairs if w != word}
         members = {number_after(name, word) for name in names if carries(name, word, others)}
         if members and not members & set(asked):  # "sessions 6 to 9" of sessions 6-8: about the series, not refused
-            return (f"the question names {word} {', '.join(map(str, asked))}, and its series has "
+            named = ", ".join(map(str, asked[:-1])) + " and " * (len(asked) > 1) + str(asked[-1])
+            return (f"the question names {word} {named}, and its series has "
                     f"{word} {', '.join(map(str, sorted(members)))} only")
     return None
 
@@ -852,7 +853,8 @@ def pick_seeds(query: Query, fused: list[dict[str, Any]], count: int | None = No
     """The fused notes in order, each superseded one resolved to the end of its chain (unless the question
     asks about the past), each once, as many notes with text of their own as the mode keeps (or `count`), and among
     them the unfilled templates the question is about (_about; docs/design.md §2.6); a template it names in passing
-    comes below them: what its links say is what the vault knows of it ("Hans Dane has a friend in Mangagoy…")."""
+    comes below them: what its links say is what the vault knows of it ("Hans Dane has a friend in Mangagoy…"). Not
+    a hub (a region hundreds of notes link to): the walk never returns one either, and its links cost 25 ms."""
     count = query.rules.seed_count(query.options) if count is None else count
     picked: list[Seed] = []
     texts: list[str] = []  # the picked notes with text of their own: the ones counted
@@ -871,7 +873,8 @@ def pick_seeds(query: Query, fused: list[dict[str, Any]], count: int | None = No
         if len(texts) >= count:
             break
     kept = [s for s in picked if s.id in texts or _about(query, s, texts)]
-    passing = [s for s in picked if s not in kept and s.ranks.get("title")]
+    passing = [s for s in picked if s not in kept and s.ranks.get("title")
+               and (query.concepts[s.id]["degree"] or 0) < WalkOptions.hub_degree]
     return kept + [replace(s, rrf=score) for s, score in zip(passing, _below_first_round(kept, len(passing)))]
 
 
@@ -1440,7 +1443,7 @@ def _has_table(conn: Any, name: str) -> bool:
 
 
 _CONCEPT_COLUMNS = ("id", "bundle", "path", "title", "description", "trust_tier", "status", "stale_after", "superseded_by",
-                    "is_index", "is_stub", "aliases")
+                    "is_index", "is_stub", "aliases", "degree")
 
 
 def _concepts(conn: Any, ids: list[str]) -> dict[str, dict[str, Any]]:

@@ -742,7 +742,7 @@ def test_a_question_about_a_session_its_series_does_not_have_is_refused(tmp_path
     # a question that names members the series has is about it, the one it lacks among them for the LLM to say
     assert context_for(tmp_path / "v.db", "What happened to Group 6 in sessions 7 to 9 in Kanda?")["confident"]
     refused = context_for(tmp_path / "v.db", "What happened to Group 6 in sessions 9 and 10 in Kanda?")
-    assert refused["reason"] == "the question names session 9, 10, and its series has session 6, 7, 8 only"
+    assert refused["reason"] == "the question names session 9 and 10, and its series has session 6, 7, 8 only"
 
 
 def test_the_last_or_first_member_of_a_series_the_question_asks_for_comes_right_after_the_best_note(tmp_path):
@@ -1470,6 +1470,25 @@ def test_an_unfilled_template_the_notes_found_already_mention_comes_below_them(t
     # asked about Kanda itself, its name and links hold most of the question: it keeps its place
     about = context_for(tmp_path / "v.db", "Which organization holds Kanda?")
     assert about["nodes"][0]["id"] == "vault/Kanda" and "- Kanda organization Harbour Guard" in about["context"]
+
+
+def test_a_hub_template_named_in_passing_is_left_out(tmp_path):
+    """The Outcast Isles, a template 552 Thellade notes link to, named in passing: reading its links for the walk and
+    the facts cost the question 27 ms, and the walk never returns such a hub either (WalkOptions.hub_degree)."""
+    from datasette_okf.graph import WalkOptions
+    from datasette_okf.store import build
+
+    from .conftest import write_bundle
+
+    files = {f"Places/Cove {n}.md": f"---\nlocation: \"[[Kanda]]\"\n---\nA cove on the shore, number {n}.\n"
+             for n in range(WalkOptions.hub_degree)}
+    files["Kanda.md"] = "---\norganization:\n  - \"[[Harbour Guard]]\"\n---\n"
+    files["Mooring Flagon.md"] = "An unmarked tavern on Kanda's docks. It has nine exits, only two of them visible.\n"
+    files["Harbour Guard.md"] = "Keeps the docks.\n"
+    build([write_bundle(tmp_path / "vault", files)], tmp_path / "v.db", embed=False)
+    result = context_for(tmp_path / "v.db", "How many exits does the tavern on Kanda's docks have?")
+    assert result["nodes"][0]["id"] == "vault/Mooring Flagon"
+    assert "vault/Kanda" not in [s["id"] for s in result["seeds"]]
 
 
 def test_an_unfilled_template_is_never_a_seed(tmp_path):
