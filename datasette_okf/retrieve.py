@@ -653,7 +653,7 @@ def _missing_member(query: Query, fused: list[dict[str, Any]]) -> str | None:
         others = {n for w, n in pairs if w != word}
         members = {number_after(name, word) for name in names if carries(name, word, others)}
         if members and not members & set(asked):  # "sessions 6 to 9" of sessions 6-8: about the series, not refused
-            named = ", ".join(map(str, asked[:-1])) + " and " * (len(asked) > 1) + str(asked[-1])
+            named = f"{', '.join(map(str, asked[:-1]))} and {asked[-1]}" if len(asked) > 1 else str(asked[0])
             return (f"the question names {word} {named}, and its series has "
                     f"{word} {', '.join(map(str, sorted(members)))} only")
     return None
@@ -854,7 +854,7 @@ def pick_seeds(query: Query, fused: list[dict[str, Any]], count: int | None = No
     asks about the past), each once, as many notes with text of their own as the mode keeps (or `count`), and among
     them the unfilled templates the question is about (_about; docs/design.md §2.6); a template it names in passing
     comes below them: what its links say is what the vault knows of it ("Hans Dane has a friend in Mangagoy…"). Not
-    a hub (a region hundreds of notes link to): the walk never returns one either, and its links cost 25 ms."""
+    a hub (a region hundreds of notes link to): the walk never returns one either, and its links cost 27 ms."""
     count = query.rules.seed_count(query.options) if count is None else count
     picked: list[Seed] = []
     texts: list[str] = []  # the picked notes with text of their own: the ones counted

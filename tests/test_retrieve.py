@@ -1465,7 +1465,7 @@ def test_an_unfilled_template_the_notes_found_already_mention_comes_below_them(t
     result = context_for(tmp_path / "v.db", "How many exits does the tavern on Kanda's docks have?")
     assert result["confident"] and result["nodes"][0]["id"] == "vault/Mooring Flagon"
     seeds = {s["id"]: s["rrf"] for s in result["seeds"]}
-    assert seeds["vault/Kanda"] < min(score for id, score in seeds.items() if id != "vault/Kanda")
+    assert seeds["vault/Kanda"] < min(score for seed, score in seeds.items() if seed != "vault/Kanda")
     assert [n["id"] for n in result["nodes"]].index("vault/Kanda") == len(seeds) - 1
     # asked about Kanda itself, its name and links hold most of the question: it keeps its place
     about = context_for(tmp_path / "v.db", "Which organization holds Kanda?")
