@@ -415,6 +415,7 @@ class Seed:
     resolved_from: str | None = None
     bridged_from: str | None = None  # found by the second round, through this seed's best chunk
     leads: bool = False  # its list's clear first, given a seed place the fusion did not give it (LEADERS)
+    in_passing: bool = False  # a template the question names in passing, placed below the notes found (pick_seeds)
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -875,7 +876,8 @@ def pick_seeds(query: Query, fused: list[dict[str, Any]], count: int | None = No
     kept = [s for s in picked if s.id in texts or _about(query, s, texts)]
     passing = [s for s in picked if s not in kept and s.ranks.get("title")
                and (query.concepts[s.id]["degree"] or 0) < WalkOptions.hub_degree]
-    return kept + [replace(s, rrf=score) for s, score in zip(passing, _below_first_round(kept, len(passing)))]
+    return kept + [replace(s, rrf=score, in_passing=True)
+                   for s, score in zip(passing, _below_first_round(kept, len(passing)))]
 
 
 def _about(query: Query, template: Seed, texts: list[str]) -> bool:
@@ -934,7 +936,8 @@ def offer(query: Query, seeds: list[Seed], walked: list[Arrival]) -> list[Node]:
     walked from that seed (WALK_SHARE): the strongest seed's best neighbour comes before a weak seed."""
     nodes = [Node(query.concepts[s.id], s.rrf, {"kind": "seed", "ranks": s.ranks, "resolved_from": s.resolved_from,
                                                  **({"bridged_from": s.bridged_from} if s.bridged_from else {}),
-                                                 **({"leads": True} if s.leads else {})})
+                                                 **({"leads": True} if s.leads else {}),
+                                                 **({"in_passing": True} if s.in_passing else {})})
              for s in seeds]
     return _marked_stale(query, nodes) + _walked_nodes(query, seeds, walked)
 
@@ -1149,7 +1152,8 @@ def found_in(why: dict[str, Any]) -> str:
     """The lists that found a seed, the lists' next note or a linked guess: "seed: title+fts", "next in the lists:
     vector", "linked guess: vector"."""
     return FOUND_IN.get(why["kind"], "seed: ") + "+".join(
-        name for name, rank in why["ranks"].items() if rank) + (", its list's clear first" if why.get("leads") else "")
+        name for name, rank in why["ranks"].items() if rank) + (", its list's clear first" if why.get("leads") else "") \
+        + (", a template named in passing, below the notes found" if why.get("in_passing") else "")
 
 
 # A series member the question asks for, and how the why line says so (web.why_parts too)

@@ -1467,6 +1467,8 @@ def test_an_unfilled_template_the_notes_found_already_mention_comes_below_them(t
     seeds = {s["id"]: s["rrf"] for s in result["seeds"]}
     assert seeds["vault/Kanda"] < min(score for seed, score in seeds.items() if seed != "vault/Kanda")
     assert [n["id"] for n in result["nodes"]].index("vault/Kanda") == len(seeds) - 1
+    kanda = next(n for n in result["nodes"] if n["id"] == "vault/Kanda")
+    assert kanda["via"] == "seed: title, a template named in passing, below the notes found"
     # asked about Kanda itself, its name and links hold most of the question: it keeps its place
     about = context_for(tmp_path / "v.db", "Which organization holds Kanda?")
     assert about["nodes"][0]["id"] == "vault/Kanda" and "- Kanda organization Harbour Guard" in about["context"]
