@@ -874,7 +874,8 @@ def pick_seeds(query: Query, fused: list[dict[str, Any]], count: int | None = No
         if len(texts) >= count:
             break
     kept = [s for s in picked if s.id in texts or _about(query, s, texts)]
-    passing = [s for s in picked if s not in kept and s.ranks.get("title")
+    kept_ids = {s.id for s in kept}
+    passing = [s for s in picked if s.id not in kept_ids and s.ranks.get("title")
                and (query.concepts[s.id]["degree"] or 0) < WalkOptions.hub_degree]
     return kept + [replace(s, rrf=score, in_passing=True)
                    for s, score in zip(passing, _below_first_round(kept, len(passing)))]
@@ -936,8 +937,7 @@ def offer(query: Query, seeds: list[Seed], walked: list[Arrival]) -> list[Node]:
     walked from that seed (WALK_SHARE): the strongest seed's best neighbour comes before a weak seed."""
     nodes = [Node(query.concepts[s.id], s.rrf, {"kind": "seed", "ranks": s.ranks, "resolved_from": s.resolved_from,
                                                  **({"bridged_from": s.bridged_from} if s.bridged_from else {}),
-                                                 **({"leads": True} if s.leads else {}),
-                                                 **({"in_passing": True} if s.in_passing else {})})
+                                                 **{flag: True for flag in SEED_FLAGS if getattr(s, flag)}})
              for s in seeds]
     return _marked_stale(query, nodes) + _walked_nodes(query, seeds, walked)
 
@@ -1146,14 +1146,16 @@ SERIES_REACH = 20  # notes either way of a found one where a member the question
 SERIES_SHARE = 0.99
 SERIES_MOST = 1000  # steps along a series to its end: a bound, never reached by a real one
 FOUND_IN = {"next": "next in the lists: ", "linked": "linked guess: "}  # how a why line opens; a seed's: "seed: "
+# A seed's flags (Seed fields, set in its why only when true) and what its why line adds for each
+SEED_FLAGS = {"leads": ", its list's clear first", "in_passing": ", a template named in passing, below the notes found"}
 
 
 def found_in(why: dict[str, Any]) -> str:
     """The lists that found a seed, the lists' next note or a linked guess: "seed: title+fts", "next in the lists:
     vector", "linked guess: vector"."""
     return FOUND_IN.get(why["kind"], "seed: ") + "+".join(
-        name for name, rank in why["ranks"].items() if rank) + (", its list's clear first" if why.get("leads") else "") \
-        + (", a template named in passing, below the notes found" if why.get("in_passing") else "")
+        name for name, rank in why["ranks"].items() if rank) + "".join(
+        said for flag, said in SEED_FLAGS.items() if why.get(flag))
 
 
 # A series member the question asks for, and how the why line says so (web.why_parts too)
