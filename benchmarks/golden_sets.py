@@ -27,6 +27,8 @@ vectors), then runs `datasette_okf.evaluate` on it. The sets:
   at stop 41 and run once on its code before any question was read
 - thellade-check6, 13th-age-check6: 40 more each (9 lookup, 16 linked note, 9 temporal, 6 out), written the same way
   at stop 42 and run once on its first code before any question was read
+- thellade-check7, 13th-age-check7: 40 more each, the same tiers, written the same way at stop 43 and run once on
+  stop 42's final code before any question was read
 
 musique-mini is the held-out test set: this script never touches it.
 """
@@ -45,6 +47,8 @@ from datasette_okf.store import build
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 MODES = "hybrid,vector:5,vector:10,vector:15,keyword:10,graph-walk"
+VAULTS = {"thellade": "thellade-campaign-vault", "13th-age": "13th-age-srd-vault"}  # set name -> ../shared/corpora
+CHECK_ROUNDS = ("", "2", "3", "4", "5", "6", "7")  # benchmarks/golden/check/<vault>-check<round>.json
 
 
 def hotpotqa_golden(corpus: Path) -> list[dict]:
@@ -67,18 +71,8 @@ def sets(shared: Path) -> dict[str, tuple[list[Path], list[dict], dict]]:
         "okf-samples": (okf_samples, golden("okf-samples"), {}),
         "hotpotqa": ([corpora / "hotpotqa-mini" / "notes"], hotpotqa, {}),
         "hotpotqa-mentions": ([corpora / "hotpotqa-mini" / "notes"], hotpotqa, {"link_mentions": True}),
-        "thellade-check": ([corpora / "thellade-campaign-vault" / "vault"], golden("check/thellade-check"), {}),
-        "13th-age-check": ([corpora / "13th-age-srd-vault" / "vault"], golden("check/13th-age-check"), {}),
-        "thellade-check2": ([corpora / "thellade-campaign-vault" / "vault"], golden("check/thellade-check2"), {}),
-        "13th-age-check2": ([corpora / "13th-age-srd-vault" / "vault"], golden("check/13th-age-check2"), {}),
-        "thellade-check3": ([corpora / "thellade-campaign-vault" / "vault"], golden("check/thellade-check3"), {}),
-        "13th-age-check3": ([corpora / "13th-age-srd-vault" / "vault"], golden("check/13th-age-check3"), {}),
-        "thellade-check4": ([corpora / "thellade-campaign-vault" / "vault"], golden("check/thellade-check4"), {}),
-        "13th-age-check4": ([corpora / "13th-age-srd-vault" / "vault"], golden("check/13th-age-check4"), {}),
-        "thellade-check5": ([corpora / "thellade-campaign-vault" / "vault"], golden("check/thellade-check5"), {}),
-        "13th-age-check5": ([corpora / "13th-age-srd-vault" / "vault"], golden("check/13th-age-check5"), {}),
-        "thellade-check6": ([corpora / "thellade-campaign-vault" / "vault"], golden("check/thellade-check6"), {}),
-        "13th-age-check6": ([corpora / "13th-age-srd-vault" / "vault"], golden("check/13th-age-check6"), {}),
+        **{f"{vault}-check{round_}": ([corpora / folder / "vault"], golden(f"check/{vault}-check{round_}"), {})
+           for round_ in CHECK_ROUNDS for vault, folder in VAULTS.items()},
     }
 
 
