@@ -533,6 +533,8 @@ def context_and_blocks(db: Any, question: str, options: ContextOptions | None = 
     if confident and nodes:
         nodes += _timed(query, "series", series, query, nodes)
     facts = find_facts(query, nodes, run=confident)
+    if facts:
+        nodes += templates_read_through(query, nodes, facts)
     picked, blocks, facts = fill_budget(question, nodes, sections(query, nodes) if nodes else {}, facts,
                                         options.budget)
     query.timings["budget"] = _ms(tick)
@@ -1348,6 +1350,21 @@ def find_facts(query: Query, nodes: list[Node], run: bool) -> list[dict[str, Any
         fact["text"] = fact_line(fact)
         facts.append(fact)
     return facts
+
+
+def templates_read_through(query: Query, nodes: list[Node], facts: list[dict[str, Any]]) -> list[Node]:
+    """4b. Each unfilled template whose links the facts read through the first note's link to it (§6: "The Pactbound
+    Flame worship Asmodeus") is listed as a note, as the first note's best neighbour: the LLM can cite where those
+    lines come from, and the page draws the link. A fact whose subject is not offered is such a line, counted in
+    the template's own budget, or a link to an offered template, counted in that template's (`with_id`)."""
+    first, offered = nodes[0], {n.id for n in nodes}
+    links = {f["object_id"]: f["predicate"] for f in facts if f["subject_id"] == first.id and f["object_id"]}
+    read = dict.fromkeys(f["subject_id"] for f in facts if f["with_id"] == f["subject_id"] not in offered)
+    return _marked_stale(query, [
+        Node(query.concepts[template], round(first.score * WALK_SHARE, 6),
+             {"kind": "hop", "hop": 1, "from": first.id, "predicate": links[template], "edge_kind": "property",
+              "seed": first.id, "similarity": None})
+        for template in read])
 
 
 def respond(query: Query, confident: bool, reason: str, seeds: list[Seed], picked: list[Node], blocks: list[list[str]],

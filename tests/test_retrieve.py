@@ -846,8 +846,9 @@ def test_each_frontmatter_key_gets_its_first_link_in_before_any_key_gets_a_secon
 def test_an_unfilled_templates_links_the_question_asks_for_come_through_the_first_notes_link_to_it(tmp_path):
     """Thellade's High Chancellor has `religion: [[The Pactbound Flame]]`, and The Pactbound Flame is an unfilled
     template whose frontmatter `worship` names Asmodeus and Aevaris: all the vault says of it, and no chunk of it
-    can be found. "Which deities are worshipped by the faith …?" now reads them as facts after his; a question that
-    does not ask for `worship` does not."""
+    can be found. "Which deities are worshipped by the faith …?" reads them as facts after his, and lists the
+    template as a note right after his, reached by his `religion` link, so that the LLM can cite where those lines
+    come from; a question that does not ask for `worship` does neither."""
     from datasette_okf.store import build
 
     from .conftest import write_bundle
@@ -858,15 +859,22 @@ def test_an_unfilled_templates_links_the_question_asks_for_come_through_the_firs
         "The Pactbound Flame.md": "---\nworship:\n  - \"[[Asmodeus]]\"\nhead: \"[[Cedric Thalor]]\"\n---\n"
                                   "# The Pactbound Flame\n\n## Overview\n",
         "Asmodeus.md": "---\ntype: Deity\n---\nThe lord of contracts.\n",
+        "Seralyne Vireth.md": "---\nreligion: \"[[The Pactbound Flame]]\"\n---\n# Seralyne Vireth\n",
     })
     build([root], tmp_path / "v.db", embed=False)
     asked = context_for(tmp_path / "v.db", "Which deities are worshipped by the faith Cedric Thalor belongs to?")
     lines = [f["text"].split(" (trust:")[0] for f in asked["facts"]]
     assert lines == ["- Cedric Thalor religion The Pactbound Flame", "- The Pactbound Flame worship Asmodeus"]
     assert "- The Pactbound Flame worship Asmodeus (trust: unverified)" in asked["context"]
-    assert "vault/The Pactbound Flame" not in [n["id"] for n in asked["nodes"]]  # a fact, not a note
+    assert [(n["id"], n["via"]) for n in asked["nodes"][:2]] == [
+        ("vault/Cedric Thalor", "seed: title+fts"), ("vault/The Pactbound Flame", "hop 1 via vault/Cedric Thalor (religion)")]
+    assert "### The Pactbound Flame (vault/The Pactbound Flame)" in asked["context"]
     plain = context_for(tmp_path / "v.db", "What faith does Cedric Thalor follow?")
     assert [f["text"].split(" (trust:")[0] for f in plain["facts"]] == ["- Cedric Thalor religion The Pactbound Flame"]
+    assert "vault/The Pactbound Flame" not in [n["id"] for n in plain["nodes"]]
+    named = context_for(tmp_path / "v.db", "Who belongs to The Pactbound Flame?")  # the template offered by name:
+    assert "- Seralyne Vireth religion The Pactbound Flame" in named["context"]  # links to it are no read-through
+    assert "vault/Seralyne Vireth" not in [n["id"] for n in named["nodes"]]
 
 
 def test_a_notes_sources_are_cited_not_listed_as_facts_about_it(campaign_db):
