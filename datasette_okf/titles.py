@@ -167,17 +167,34 @@ MAX_NUMBERED = 16  # pairs read from one question: a question names a few sessio
 _NUMBERED = re.compile(r"\b([^\W\d_]{3,})\s+(\d{1,6}(?:\s*(?:,|and|or|to|&|-|–)\s*\d{1,6})*)(?!\w)", re.IGNORECASE)
 
 
+# "Group 4's sixth session", "the 8th chapter": an ordinal before the word names the member as its number does after
+# it ("first" is an end of the series, not a number: end_asked)
+_ORDINALS = ["second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "eleventh",
+             "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth",
+             "nineteenth", "twentieth"]
+_ORDINAL = re.compile(r"\b(" + "|".join(_ORDINALS) + r"|\d{1,6}(?:st|nd|rd|th))[\s-]+([^\W\d_]{3,})", re.IGNORECASE)
+
+
 def numbered(text: str) -> list[list[Any]]:
     """The [word, number] pairs of `text` that can name a member of a series by number: "Group 3's session 9" ->
-    [["group", 3], ["session", 9]]; "sessions 6, 7 and 9" -> session 6, 7 and 9. The word is stemmed
-    ("sessions" -> "session"); stopwords ("at 0", "a 7") name nothing. Read against titles by number_after."""
+    [["group", 3], ["session", 9]]; "sessions 6, 7 and 9" -> session 6, 7 and 9; "Group 4's sixth session" ->
+    [["group", 4], ["session", 6]]. The word is stemmed ("sessions" -> "session"); stopwords ("at 0", "a 7") name
+    nothing. In the order the text names them. Read against titles by number_after."""
+    found = [(match.start(), match[1], re.findall(r"\d+", match[2])) for match in _NUMBERED.finditer(text)]
+    found += [(match.start(), match[2], [_ordinal(match[1])]) for match in _ORDINAL.finditer(text)]
     pairs: dict[tuple[str, int], None] = {}
-    for match in _NUMBERED.finditer(text):
-        word = _stem(match[1].casefold())
+    for _, word, numbers in sorted(found, key=lambda named: named[0]):
+        word = _stem(word.casefold())
         if word not in STOPWORDS:
-            for number in re.findall(r"\d+", match[2]):
+            for number in numbers:
                 pairs.setdefault((word, int(number)))
     return [[word, number] for word, number in pairs][:MAX_NUMBERED]
+
+
+def _ordinal(word: str) -> int:
+    """ "sixth" -> 6, "8th" -> 8."""
+    folded = word.casefold()
+    return _ORDINALS.index(folded) + 2 if folded in _ORDINALS else int(folded[:-2])
 
 
 _END = re.compile(r"\b(?:(last|latest|final|most recent|newest)|(first|earliest|opening))\s+([^\W\d_]{3,})",

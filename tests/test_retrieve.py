@@ -622,6 +622,8 @@ def test_a_session_the_question_names_by_number_comes_from_the_series_it_found(t
     assert next(n["via"] for n in result["nodes"] if n["id"] == named) == f"series: named by the question, in the series of {found}"
     assert not any("Campaign 4 - Session 09" in node_id for node_id in score)
     assert json.loads(result["params"]["series"]["named"]) == [["group", 3], ["session", 9]]
+    ninth = context_for(tmp_path / "v.db", "In Group 3's ninth session, who broke the glyph chains?", mode="keyword")
+    assert named in [n["id"] for n in ninth["nodes"]]  # an ordinal names it as well
     assert result["sql"]["series"] == SERIES_SQL
     def named(found_ids, pairs, reach=20):
         params = {**result["params"]["series"], "nodes": json.dumps(found_ids), "named": json.dumps(pairs),

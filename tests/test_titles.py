@@ -220,6 +220,11 @@ def test_a_question_names_series_members_by_word_and_number():
                                                                               ["session", 9]]
     assert numbered("from chapter 8 to chapter 10") == [["chapter", 8], ["chapter", 10]]
     assert numbered("the escalation die is at 4; it rolls a 6; a 24-damage bite") == []  # stopwords name nothing
+    # an ordinal before the word, as the golden questions write it (Thellade-check5's thg34: "Group 3's tenth
+    # session"); "first" is an end of the series (end_asked), not a number
+    assert numbered("Group 3's tenth session opens on 4 Dawnmarch") == [["group", 3], ["session", 10]]
+    assert numbered("the 8th chapter, the twentieth session, and the first session") == [["chapter", 8],
+                                                                                       ["session", 20]]
     many = numbered("sessions " + ", ".join(map(str, range(400))))  # each pair is a look along the series
     assert many == [["session", n] for n in range(16)]
 
