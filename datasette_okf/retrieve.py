@@ -154,6 +154,12 @@ WALK_WEIGHTS = {"similarity": 1.0, "lexical": 0.6, "structure": 0.1, "predicate"
 # icon list and index into "I roll a natural 1 firing my bow at an orc…" at 0.02 and 0.04. Every walked note a
 # golden question needed was at 0.128 or more; 22 of the 586 walked notes were below 0.1.
 WALK_FLOOR = 0.1
+# A table of contents links to everything and answers nothing: 13th Age's 13th-Age-Index (84 links, 55 % of its text
+# theirs) and Combat-Rules (82, 58 %) were walked into 129 and 75 of the 636 hybrid and graph-walk contexts of its
+# sets, and no golden question needs either. The walk returns no note with TOC_LINKS body links or more whose link
+# text is TOC_SHARE of its body or more (docs/design.md §5.3); the lists may still find one.
+TOC_LINKS = 50
+TOC_SHARE = 0.5
 # A chunk that repeats one of a seed's word for word (case aside) says nothing the seed does not: 13th Age's General
 # Feats list holds the Ritual Casting feat's text, and took the feat's one walk slot from Rituals, the rules it
 # points to (docs/design.md §5.5).
@@ -221,6 +227,10 @@ placed as (  -- a note reached from several seeds takes its best place: the n-th
 )
 select arrival, seed, similarity, round(score, 6) as score, nth from placed
 where best = 1{floor}
+  and (  -- no table of contents: :toc_links links or more, their text :toc_share of its own or more
+    select count(*) < cast(:toc_links as integer)
+      or sum(length(edges.text)) < :toc_share * (select length(body) from concepts where concepts.id = placed.id)
+    from edges where edges.src = placed.id and edges.kind in ('link', 'wikilink'))
 order by place, score desc, id
 limit :cap"""
 
@@ -914,6 +924,7 @@ def walk(query: Query, seeds: list[Seed], fused: list[dict[str, Any]], stage: st
               "question": query.question,
               **{f"{name}_weight": weight for name, weight in WALK_WEIGHTS.items()},
               "seed_strengths": json.dumps(_walk_strengths(seeds)), "floor": WALK_FLOOR, "cap": cap,
+              "toc_links": TOC_LINKS, "toc_share": TOC_SHARE,
               "offered": json.dumps(list(offered))}
     rows = query.run(stage, _walk_sql(query.uses_vectors), params)
     walked = [Arrival(**{**json.loads(row["arrival"]), "seed": row["seed"]}, similarity=row["similarity"],

@@ -110,6 +110,36 @@ def test_budget_bounds_the_context(campaign_db):
         assert estimate_tokens(result["context"]) <= budget
 
 
+def test_the_walk_returns_no_table_of_contents(tmp_path):
+    """A table of contents links to everything and answers nothing: 13th Age's 13th-Age-Index was walked into a fifth
+    of its sets' contexts, 200 tokens each, and no golden question needs it. The walk statement passes over a note
+    with TOC_LINKS links or more whose text is TOC_SHARE of its own (the lists may still find it)."""
+    from datasette_okf.retrieve import TOC_LINKS
+    from datasette_okf.store import build
+
+    from .conftest import write_bundle
+
+    rules = {f"Rules/Sword Damage Dice {n}.md": f"Rule {n} is about something else.\n" for n in range(TOC_LINKS)}
+    root = write_bundle(tmp_path / "vault", {
+        **rules,
+        "Rules/Fighter.md": "The fighter swings a sword in every battle. See [[Index]] and [[Weapons]].\n",
+        "Rules/Index.md": "\n".join(f"- [[Sword Damage Dice {n}]]" for n in range(TOC_LINKS)) + "\n",
+        "Rules/Weapons.md": "Each weapon attack deals one die of damage per level.\n",
+    })
+    build([root], tmp_path / "v.db", embed=False)
+    result = context_for(tmp_path / "v.db", "How many damage dice does a Fighter roll with a sword?")
+
+    def walked_from_the_fighter(**changed):  # the walk statement, run from the one seed
+        params = {**result["params"]["walk"], "seeds": json.dumps(["vault/Rules/Fighter"]),
+                  "seed_strengths": json.dumps({"vault/Rules/Fighter": 1.0}), "offered": "[]", "cap": 3, **changed}
+        return [json.loads(row[0])["id"] for row in connection(tmp_path / "v.db").execute(result["sql"]["walk"], params)]
+
+    assert "vault/Rules/Weapons" in walked_from_the_fighter()
+    assert "vault/Rules/Index" not in walked_from_the_fighter()
+    assert walked_from_the_fighter(toc_links=TOC_LINKS + 1)[0] == "vault/Rules/Index"  # one link short: walked first
+    assert "vault/Rules/Index" in walked_from_the_fighter(toc_share=0.9)  # links, but their text not most of it
+
+
 def test_the_walk_adds_notes_the_seeds_missed_and_is_capped(campaign_mentions_db):
     """The golden set's q09: Teodor Vask is only a nickname in session 3; Bert's note links to him, and his note
     says whom he works for, and since when."""
