@@ -294,6 +294,7 @@ select src, predicate, dst, object_literal, date, source_id, through = 2 as link
   union all  -- an unfilled template's links are all it says: those the question asks for ("worshipped": `worship`)
   select edges.*, 1, null from first_properties  -- cross join: from the few links out, never a scan of every edge
   cross join concepts on concepts.id = first_properties.dst and concepts.is_stub
+    and coalesce(concepts.degree, 0) < cast(:hub_degree as integer)  -- a hub's links are everything (§2.6)
   cross join edges on edges.src = concepts.id and edges.kind = 'property'
   where length(edges.predicate) >= 4 and ' ' || :question like '% ' || replace(edges.predicate, '_', ' ') || '%'
   union all  -- the values of `told` that are no link, whose key the question names: "When was Kanda founded?"
@@ -1339,6 +1340,7 @@ def find_facts(query: Query, nodes: list[Node], run: bool) -> list[dict[str, Any
     confident). Each counts in the budget of the note it is about (`with_id`)."""
     by_id = {n.id: n for n in nodes}
     params = {"nodes": json.dumps(list(by_id)), "property_facts": PROPERTY_FACTS, "linked_facts": LINKED_FACTS,
+              "hub_degree": WalkOptions.hub_degree,
               "question": query.question, "list_question": int(asks_for_list(query.question)),
               "kinds_asked": json.dumps(kinds_asked(query.question))}
     if not run:
@@ -1364,18 +1366,19 @@ def find_facts(query: Query, nodes: list[Node], run: bool) -> list[dict[str, Any
 
 
 def templates_read_through(query: Query, nodes: list[Node], facts: list[dict[str, Any]]) -> list[Node]:
-    """4b. Each unfilled template whose links the facts read through the first note's link to it (§6: "The Pactbound
-    Flame worship Asmodeus") is listed as a note, as the first note's best neighbour: the LLM can cite where those
-    lines come from, and the page draws the link. A fact whose subject is not offered is such a line, counted in
-    the template's own budget, or a link to an offered template, counted in that template's (`with_id`)."""
-    first, offered = nodes[0], {n.id for n in nodes}
-    links = {f["object_id"]: f["predicate"] for f in facts if f["subject_id"] == first.id and f["object_id"]}
-    read = dict.fromkeys(f["subject_id"] for f in facts if f["with_id"] == f["subject_id"] not in offered)
-    return _marked_stale(query, [
-        Node(query.concepts[template], round(first.score * WALK_SHARE, 6),
-             {"kind": "hop", "hop": 1, "from": first.id, "predicate": links[template], "edge_kind": "property",
-              "seed": first.id, "similarity": None})
-        for template in read])
+    """4b. Each unfilled template whose links the facts read through a link to it (§6: "The Pactbound Flame worship
+    Asmodeus", through the first note's `religion`) is listed as a note, as the best neighbour of the strongest note
+    that links to it: the LLM can cite where those lines come from, and the page draws the link. A fact about a note
+    not offered is such a line (counted in the template's budget) or a link to an offered template (`with_id`)."""
+    offered = {n.id: n for n in nodes}
+    templates = []
+    for template in dict.fromkeys(f["subject_id"] for f in facts if f["with_id"] == f["subject_id"] not in offered):
+        link = max((f for f in facts if f["object_id"] == template and f["subject_id"] in offered),
+                   key=lambda f: offered[f["subject_id"]].score)
+        templates.append(Node(query.concepts[template], round(offered[link["subject_id"]].score * WALK_SHARE, 6),
+                              {"kind": "hop", "hop": 1, "from": link["subject_id"], "predicate": link["predicate"],
+                               "edge_kind": "property", "seed": link["subject_id"], "similarity": None}))
+    return _marked_stale(query, templates)
 
 
 def respond(query: Query, confident: bool, reason: str, seeds: list[Seed], picked: list[Node], blocks: list[list[str]],

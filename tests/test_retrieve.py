@@ -909,6 +909,37 @@ def test_an_unfilled_templates_links_the_question_asks_for_come_through_the_firs
     assert "vault/Seralyne Vireth" not in [n["id"] for n in named["nodes"]]
 
 
+def test_a_template_read_through_comes_after_the_note_that_links_to_it_and_a_hub_is_not_read(tmp_path, monkeypatch):
+    """The link a template is read through may be another template's, not the first note's: "Which organization is
+    Tyren Zorath part of?" offered the template Zorath, whose `parentregion` is The Outcast Isles; listing it looked
+    for the first note's link and raised KeyError. And The Outcast Isles is a hub (552 links): 38 lines "The Outcast
+    Isles organization …" came as facts. A hub template's links are everything, and are not read."""
+    from datasette_okf.graph import WalkOptions
+    from datasette_okf.retrieve import Node, find_facts, open_query, templates_read_through
+    from datasette_okf.store import build
+
+    root = write_bundle(tmp_path / "vault", {
+        "Cedric Thalor.md": "---\nreligion: \"[[The Pactbound Flame]]\"\n---\nThe High Chancellor of Kanda.\n",
+        "The Pactbound Flame.md": "---\nworship:\n  - \"[[Asmodeus]]\"\n---\n# The Pactbound Flame\n",
+        "Asmodeus.md": "---\ntype: Deity\n---\nThe lord of contracts.\n",
+        "Seralyne Vireth.md": "---\nreligion: \"[[The Pactbound Flame]]\"\n---\n# Seralyne Vireth\n",
+    })
+    build([root], tmp_path / "v.db", embed=False)
+    query = open_query(tmp_path / "v.db", "Whom does the faith of Seralyne Vireth worship?", ContextOptions())
+    query.know(["vault/Asmodeus", "vault/Seralyne Vireth"])
+    seed = {"kind": "seed", "ranks": {"title": 1}}
+    nodes = [Node(query.concepts["vault/Asmodeus"], 0.05, seed), Node(query.concepts["vault/Seralyne Vireth"], 0.03, seed)]
+    facts = find_facts(query, nodes, run=True)
+    assert "- The Pactbound Flame worship Asmodeus" in [f["text"].split(" (trust:")[0] for f in facts]
+    [listed] = templates_read_through(query, nodes, facts)
+    assert (listed.id, listed.score, listed.via) == ("vault/The Pactbound Flame", round(0.03 * WALK_SHARE, 6),
+                                                     "hop 1 via vault/Seralyne Vireth (religion)")
+    monkeypatch.setattr(WalkOptions, "hub_degree", 3)  # Cedric, Seralyne and Asmodeus: a hub of this bundle
+    facts = find_facts(query, nodes, run=True)
+    assert not any(f["subject"] == "The Pactbound Flame" for f in facts)
+    assert templates_read_through(query, nodes, facts) == []
+
+
 def test_a_notes_sources_are_cited_not_listed_as_facts_about_it(campaign_db):
     """OKF `sources` say where a note comes from (§5.1): "The Brine Hag sources.resource Session 5 - Kestrel Point"
     took a fact line in the example's own transcript, while the relation it backs already cites it (source: s5)."""
