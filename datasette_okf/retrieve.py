@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
@@ -53,6 +54,7 @@ from .titles import (
     number_after,
     numbered,
     of_another,
+    qualified,
     spoken_names,
     words,
 )
@@ -485,6 +487,8 @@ class Node:
             return f"hop {why['hop']} via {why['from']} ({why['predicate']})"
         if why["kind"] == "series" and why["role"] in ASKED_ROLES:
             return f"series: {ASKED_ROLES[why['role']]}, in the series of {why['after']}"
+        if why["kind"] == "numbered":
+            return f"named by the question: {why['name']}"
         if why["kind"] == "series":
             return "series: " + ", ".join(f"{side} {why[side]}" for side in ("after", "before") if why[side])
         text = found_in(why)
@@ -1250,7 +1254,55 @@ def series(query: Query, nodes: list[Node]) -> list[Node]:
     answered = _best_per_pair([row for row in rows if row["role"] == "answered"], score, query)
     _in_order(nodes, [(row["after"], row["id"]) for row in answered.values()])
     _lift_named(nodes, [row for row in rows if row["role"] == "found"])
+    for node in named_by_number(query, nodes):
+        if node.id not in added or added[node.id].score < node.score:
+            added[node.id] = node
     return _marked_stale(query, list(added.values()))
+
+
+# A member the question names with whose it is ("Group 1's session 8": titles.qualified), wherever it is in the
+# bundle: its file name carries both numbers ("Campaign 1 - Session 08 - …"). The series statement looks for a named
+# member only near the notes found; "Group 6's session 8 and Group 1's session 8" found Campaign 6's and no note of
+# Campaign 1, and Campaign 4's two session notes are too few to make a series (bundle.SERIES_MIN).
+NUMBERED_SQL = """with words as (select distinct json_extract(value, '$[0]') as word from json_each(:names)),
+candidates as materialized (  -- a note's id holds its file name: the primary key's index is read, not the notes
+  select concepts.id, words.word from words cross join concepts where concepts.id like '%' || words.word || '%'
+)
+select concepts.id, name.value as name
+from candidates join json_each(:names) as name on json_extract(name.value, '$[0]') = candidates.word
+cross join concepts on concepts.id = candidates.id
+where concepts.bundle = :bundle and not concepts.is_index and not concepts.is_stub
+  and okf_number_after(concepts.path, candidates.word) = json_extract(name.value, '$[1]')
+  and okf_carries(concepts.path, candidates.word, json_array(json_extract(name.value, '$[2]')))
+order by name.key, concepts.id"""
+NUMBERED_MOST = 2  # notes one name brings: a name that fits more says little about which
+
+
+def named_by_number(query: Query, nodes: list[Node]) -> list[Node]:
+    """3b. The notes the question names by number and whose they are, anywhere in the top note's bundle: one already
+    offered rises to just below the strongest note, as a member named from its series does; one not offered comes
+    there (a name the question writes is a surer lead than the lists' guesses)."""
+    names = qualified(query.question)
+    if not names:
+        return []
+    top = max(nodes, key=lambda n: n.score)
+    rows = query.run("numbered", NUMBERED_SQL, {"names": json.dumps(names), "bundle": top.concept["bundle"]})
+    by_name: dict[str, list[str]] = defaultdict(list)
+    for row in rows:
+        by_name[row["name"]].append(row["id"])
+    wanted = round(top.score * SERIES_SHARE, 6)
+    offered = {n.id: n for n in nodes}
+    ids = [i for found in by_name.values() if len(found) <= NUMBERED_MOST for i in found]
+    query.know(ids)
+    added = []
+    for concept_id in dict.fromkeys(ids):
+        if concept_id in offered:
+            offered[concept_id].score = max(offered[concept_id].score, wanted)
+        else:
+            name = json.loads(next(n for n, found in by_name.items() if concept_id in found))
+            added.append(Node(query.concepts[concept_id], wanted,
+                              {"kind": "numbered", "name": f"{name[0]} {name[1]} (with {name[2]} in its name)"}))
+    return added
 
 
 def _lift_named(nodes: list[Node], found: list[dict[str, Any]]) -> None:

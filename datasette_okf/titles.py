@@ -180,15 +180,45 @@ def numbered(text: str) -> list[list[Any]]:
     [["group", 3], ["session", 9]]; "sessions 6, 7 and 9" -> session 6, 7 and 9; "Group 4's sixth session" ->
     [["group", 4], ["session", 6]]. The word is stemmed ("sessions" -> "session"); stopwords ("at 0", "a 7") name
     nothing. In the order the text names them. Read against titles by number_after."""
-    found = [(match.start(), match[1], re.findall(r"\d+", match[2])) for match in _NUMBERED.finditer(text)]
-    found += [(match.start(), match[2], [_ordinal(match[1])]) for match in _ORDINAL.finditer(text)]
     pairs: dict[tuple[str, int], None] = {}
-    for _, word, numbers in sorted(found, key=lambda named: named[0]):
-        word = _stem(word.casefold())
-        if word not in STOPWORDS:
-            for number in numbers:
-                pairs.setdefault((word, int(number)))
+    for _, _, word, numbers in _numbered_phrases(text):
+        for number in numbers:
+            pairs.setdefault((word, number))
     return [[word, number] for word, number in pairs][:MAX_NUMBERED]
+
+
+def _numbered_phrases(text: str) -> list[tuple[int, int, str, list[int]]]:
+    """(start, end, stemmed word, numbers) of each phrase of `text` that numbers a word, in order; no stopwords."""
+    found = [(match.start(), match.end(), match[1], [int(n) for n in re.findall(r"\d+", match[2])])
+             for match in _NUMBERED.finditer(text)]
+    found += [(match.start(), match.end(), match[2], [_ordinal(match[1])]) for match in _ORDINAL.finditer(text)]
+    phrases = [(start, end, _stem(word.casefold()), numbers) for start, end, word, numbers in sorted(found)]
+    return [phrase for phrase in phrases if phrase[2] not in STOPWORDS]
+
+
+# What joins a member's number to whose it is: "Group 1's session 8", "Campaign 1 session 8" (before it), "session 8
+# of Campaign 1" (after it)
+_WHOSE_BEFORE = re.compile(r"(?:['’]s)?\s+")
+_WHOSE_AFTER = re.compile(r"\s+(?:of|in|for|from)\s+(?:the\s+)?", re.IGNORECASE)
+
+
+def qualified(text: str) -> list[list[Any]]:
+    """The series members `text` names by a number and whose they are, each as [word, number, whose number]:
+    "Group 6's session 8 and Group 1's session 8" -> [["session", 8, 6], ["session", 8, 1]]; "Group 4's sixth
+    session" -> [["session", 6, 4]]; "session 9 of Campaign 3" -> [["session", 9, 3]]. Only a phrase right next to
+    the member's says whose it is: in "Group 3's session 9 and session 10", session 10 is nobody's. Read against file
+    names by number_after and carries, anywhere in the bundle (retrieve.NUMBERED_SQL)."""
+    phrases = _numbered_phrases(text)
+    names: dict[tuple[str, int, int], None] = {}
+    for (start, end, word, numbers), after in zip(phrases, phrases[1:] + [None]):
+        before = next((p for p in reversed(phrases) if p[1] <= start), None)
+        for whose, gap, pattern in ((before, text[before[1]:start] if before else "", _WHOSE_BEFORE),
+                                    (after, text[end:after[0]] if after else "", _WHOSE_AFTER)):
+            if whose and whose[2] != word and len(whose[3]) == 1 and pattern.fullmatch(gap):
+                for number in numbers:
+                    names.setdefault((word, number, whose[3][0]))
+                break
+    return [list(name) for name in names][:MAX_NUMBERED]
 
 
 def _ordinal(word: str) -> int:

@@ -730,6 +730,39 @@ def test_a_session_found_anywhere_that_the_question_names_with_both_its_numbers_
     assert [n["title"] for n in alone["nodes"]].index("Part 68") > 1
 
 
+def test_a_session_the_question_names_with_whose_it_is_comes_from_anywhere_in_the_bundle(tmp_path):
+    """"Group 6's session 8 and Group 1's session 8: which begins first?" (Thellade-check7's thi32): the words found
+    Campaign 6's session 8 and nothing of Campaign 1, so the series stage, which looks near the notes found, never
+    looked for Group 1's; and Group 4's two session notes are too few to make a series (thi31). A member named with
+    whose it is comes from anywhere in the bundle, right after the strongest note found; another group's session
+    of that number does not."""
+    from datasette_okf.retrieve import NUMBERED_SQL
+    from datasette_okf.store import build
+
+    text = {(6, 7): "Rain.", (6, 8): "Group 6 saw the storm begin at dawn on the docks.", (1, 7): "Ash.", (1, 8): "Secrets in ash.",
+            (1, 9): "Smoke.", (4, 5): "A hollow tide.", (4, 6): "Whispers at the crown.", (3, 6): "Group 3 saw the riot begin at dawn."}
+    files = {f"Sessions/Campaign {c}/Campaign {c} - Session {n:02d} - Part {c}{n}.md": f"---\ntitle: Part {c}{n}\n---\n{t}\n"
+             for (c, n), t in text.items()}
+    build([write_bundle(tmp_path / "vault", files)], tmp_path / "v.db", embed=False)
+    result = context_for(tmp_path / "v.db", "In Group 6's session 8 and Group 1's session 8, which saw the storm begin at dawn?",
+                         mode="keyword")
+    assert [n["title"] for n in result["nodes"]][:2] == ["Part 68", "Part 18"]  # found; then the one named
+    named = result["nodes"][1]
+    assert named["via"] == "named by the question: session 8 (with 1 in its name)"
+    assert named["score"] == round(result["nodes"][0]["score"] * 0.99, 6)
+    assert result["sql"]["numbered"] == NUMBERED_SQL
+    assert json.loads(result["params"]["numbered"]["names"]) == [["session", 8, 6], ["session", 8, 1]]
+
+    asked = context_for(tmp_path / "v.db", "Which saw the riot begin at dawn: Group 3's riot session or Group 4's sixth session?",
+                        mode="keyword")
+    nodes = {n["title"]: n for n in asked["nodes"]}
+    assert nodes["Part 46"]["via"] == "named by the question: session 6 (with 4 in its name)"  # no series: two notes
+    assert [n["title"] for n in asked["nodes"]][:2] == ["Part 36", "Part 46"]  # the riot, found; then the one named
+    assert "Part 36" not in [n["title"] for n in asked["nodes"] if n["via"].startswith("named")]  # Group 3's is not
+    unnamed = context_for(tmp_path / "v.db", "Which group saw the storm begin at dawn in session 8?", mode="keyword")
+    assert not any(n["via"].startswith("named") for n in unnamed["nodes"])  # whose session 8, nothing says
+
+
 def test_a_session_the_question_names_that_the_walk_brought_follows_its_neighbour(tmp_path):
     """"What happened in Group 2's session 7?" (Thellade): the question's words found session 6, and the walk
     brought session 7 over its `next` edge at half session 6's score, behind four weaker seeds. The question names

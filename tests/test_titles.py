@@ -17,6 +17,7 @@ from datasette_okf.titles import (
     number_after,
     numbered,
     of_another,
+    qualified,
     spellings,
 )
 
@@ -227,6 +228,20 @@ def test_a_question_names_series_members_by_word_and_number():
                                                                                        ["session", 20]]
     many = numbered("sessions " + ", ".join(map(str, range(400))))  # each pair is a look along the series
     assert many == [["session", n] for n in range(16)]
+
+
+def test_a_question_says_whose_member_it_names_only_right_next_to_it():
+    """"Group 6's session 8 and Group 1's session 8" names two notes, each by two numbers (Thellade-check7's thi32);
+    "Group 3's riot session and Group 4's sixth session" names only Group 4's by number (thi31)."""
+    assert qualified("Group 6's session 8 and Group 1's session 8: which begins first?") == [["session", 8, 6],
+                                                                                            ["session", 8, 1]]
+    assert qualified("both Group 3's riot session and Group 4's sixth session begin") == [["session", 6, 4]]
+    assert qualified("What happened in session 9 of Campaign 3?") == [["session", 9, 3]]
+    assert qualified("Campaign 1 session 8") == [["session", 8, 1]]
+    assert qualified("Group 1's sessions 6 to 9") == [["session", 6, 1], ["session", 9, 1]]
+    assert qualified("Group 3's session 9 and session 10") == [["session", 9, 3]]  # session 10: nobody's
+    assert qualified("In session 8, Group 1 found a note") == []  # not next to it
+    assert qualified("sessions 6 and 7 of the campaign") == []  # whose, without a number
 
 
 def test_the_number_after_a_word_is_read_from_a_title_or_a_file_name_whatever_its_zeros():
