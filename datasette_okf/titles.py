@@ -196,9 +196,10 @@ def _numbered_phrases(text: str) -> list[tuple[int, int, str, list[int]]]:
     return [phrase for phrase in phrases if phrase[2] not in STOPWORDS]
 
 
-# What joins a member's number to whose it is: "Group 1's session 8", "Campaign 1 session 8" (before it), "session 8
-# of Campaign 1" (after it)
-_WHOSE_BEFORE = re.compile(r"(?:['’]s)?\s+")
+# What joins a member's number to whose it is: "Group 1's session 8", "Campaign 1 session 8", "Group 1 across
+# sessions 6 to 8", "Group 6 during their session 9" (before it), "session 8 of Campaign 1" (after it)
+_WHOSE_BEFORE = re.compile(r"(?:['’]s)?\s+|\s+(?:in|during|across|over|for)\s+(?:the\s+|their\s+|its\s+)?",
+                           re.IGNORECASE)
 _WHOSE_AFTER = re.compile(r"\s+(?:of|in|for|from)\s+(?:the\s+)?", re.IGNORECASE)
 
 

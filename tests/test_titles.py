@@ -239,6 +239,8 @@ def test_a_question_says_whose_member_it_names_only_right_next_to_it():
     assert qualified("What happened in session 9 of Campaign 3?") == [["session", 9, 3]]
     assert qualified("Campaign 1 session 8") == [["session", 8, 1]]
     assert qualified("Group 1's sessions 6 to 9") == [["session", 6, 1], ["session", 9, 1]]
+    assert qualified("How did it play out for Group 1 across sessions 6 to 8?") == [["session", 6, 1], ["session", 8, 1]]
+    assert qualified("What happened to Group 6 during their session 9?") == [["session", 9, 6]]
     assert qualified("Group 3's session 9 and session 10") == [["session", 9, 3]]  # session 10: nobody's
     assert qualified("In session 8, Group 1 found a note") == []  # not next to it
     assert qualified("sessions 6 and 7 of the campaign") == []  # whose, without a number
