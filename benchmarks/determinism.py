@@ -69,7 +69,8 @@ def main() -> None:
     parser.add_argument("--work", default="build/golden")
     parser.add_argument("--sets", default="examples,thellade,13th-age,okf-samples,thellade-check,13th-age-check,"
                         "thellade-check2,13th-age-check2,thellade-check3,13th-age-check3,thellade-check4,13th-age-check4,"
-                        "thellade-check5,13th-age-check5,thellade-check6,13th-age-check6,thellade-check7,13th-age-check7")
+                        "thellade-check5,13th-age-check5,thellade-check6,13th-age-check6,thellade-check7,13th-age-check7,"
+                        "thellade-check8,13th-age-check8")
     parser.add_argument("--modes", default="hybrid,vector:10,keyword:10,graph-walk")
     parser.add_argument("--seeds", default="1,3")
     parser.add_argument("--build-vault", help="a vault folder of ../shared/corpora to build twice and compare")

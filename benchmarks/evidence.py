@@ -83,7 +83,8 @@ def main() -> None:
     parser.add_argument("--sets", default="thellade,13th-age,okf-samples,hotpotqa,hotpotqa-mentions,thellade-check,"
                                           "13th-age-check,thellade-check2,13th-age-check2,thellade-check3,13th-age-check3,"
                                           "thellade-check4,13th-age-check4,thellade-check5,13th-age-check5,"
-                                          "thellade-check6,13th-age-check6,thellade-check7,13th-age-check7")
+                                          "thellade-check6,13th-age-check6,thellade-check7,13th-age-check7,"
+                                          "thellade-check8,13th-age-check8")
     parser.add_argument("--modes", default="hybrid,vector:10,keyword:10")
     args = parser.parse_args()
     for name in args.sets.split(","):

@@ -29,6 +29,8 @@ vectors), then runs `datasette_okf.evaluate` on it. The sets:
   at stop 42 and run once on its first code before any question was read
 - thellade-check7, 13th-age-check7: 40 more each, the same tiers, written the same way at stop 43 and run once on
   stop 42's final code before any question was read
+- thellade-check8, 13th-age-check8: 40 more each, the same tiers, written the same way at stop 44 and run once on
+  that stop's code of the moment (73c1065) before any question was read
 
 musique-mini is the held-out test set: this script never touches it.
 """
@@ -48,7 +50,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 MODES = "hybrid,vector:5,vector:10,vector:15,keyword:10,graph-walk"
 VAULTS = {"thellade": "thellade-campaign-vault", "13th-age": "13th-age-srd-vault"}  # set name -> ../shared/corpora
-CHECK_ROUNDS = ("", "2", "3", "4", "5", "6", "7")  # benchmarks/golden/check/<vault>-check<round>.json
+CHECK_ROUNDS = ("", "2", "3", "4", "5", "6", "7", "8")  # benchmarks/golden/check/<vault>-check<round>.json
 
 
 def hotpotqa_golden(corpus: Path) -> list[dict]:
