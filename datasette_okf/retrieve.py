@@ -537,6 +537,8 @@ def context_and_blocks(db: Any, question: str, options: ContextOptions | None = 
     walked: list[Arrival] = []
     if query.rules.walk_hops is not None and seeds and confident:  # not confident: nothing is returned
         walked = _timed(query, "walk", walk, query, seeds, fused)
+        if query.uses_vectors:
+            walked += _timed(query, "mentioned", mentioned, query, seeds, fused, walked)
     tick = time.perf_counter()
     nodes = offer(query, seeds, walked)
     if query.options.mode == "hybrid" and query.options.hops and confident and nodes:  # hops 0: no walk, no slots
@@ -788,16 +790,10 @@ def bridge(query: Query, fused: list[dict[str, Any]], seeds: list[Seed]) -> list
     """2b. Multi-hop without an LLM: the question and the top seed's best chunk (the bridge: it often names the
     entity the question is really about) are read for the names they hold; the notes the first round did not
     find join its seeds, nearest the question first (docs/design.md §2.8; where they stand: _bridged_scores)."""
-    top = next(row for row in fused if row["id"] in (seeds[0].id, seeds[0].resolved_from))
-    nearest = sorted(json.loads(top.get("chunk_distances") or "[]"), key=lambda pair: pair[1])
-    row = query.conn.execute(
-        "select text from chunks where id = ?" if nearest else
-        "select text from chunks where concept_id = ? order by seq limit 1", [nearest[0][0] if nearest else top["id"]]
-    ).fetchone()
-    if not row or not row[0].strip():
+    said = _nearest_chunk(query, fused, seeds[0])
+    if not said.strip():
         return []
     known = {s.id for s in seeds} | {row["id"] for row in fused[: len(seeds)]}
-    said = "\n".join(line for line in row[0].split("\n") if not _WHEN_FIELD.match(line))
     bridge_text = query.question + "\n" + bridge_words(query.question, said)
     params = {"bridge": bridge_text[:MAX_QUESTION], "question": query.question, "known": json.dumps(sorted(known)),
               "n": BRIDGE_SEEDS, "bundle": query.concepts[seeds[0].id]["bundle"]}
@@ -806,6 +802,42 @@ def bridge(query: Query, fused: list[dict[str, Any]], seeds: list[Seed]) -> list
     return [Seed(row["id"], query.concepts[row["id"]]["path"], query.concepts[row["id"]]["title"],
                  ranks={"title": row["title_rank"]}, rrf=score, bridged_from=seeds[0].id)
             for row, score in zip(found, _bridged_scores(seeds, len(found)))]
+
+
+def _nearest_chunk(query: Query, fused: list[dict[str, Any]], seed: Seed) -> str:
+    """The seed's chunk nearest the question (its first without vectors), without the lines that say when."""
+    top = next(row for row in fused if row["id"] in (seed.id, seed.resolved_from))
+    nearest = sorted(json.loads(top.get("chunk_distances") or "[]"), key=lambda pair: pair[1])
+    row = query.conn.execute(
+        "select text from chunks where id = ?" if nearest else
+        "select text from chunks where concept_id = ? order by seq limit 1", [nearest[0][0] if nearest else top["id"]]
+    ).fetchone()
+    return "\n".join(line for line in (row[0] if row else "").split("\n") if not _WHEN_FIELD.match(line))
+
+
+# A note the top seed's nearest chunk names by title and no link reaches is walked to as a link's would be (a
+# mention is a link its author did not write: 13th Age's stat blocks say "while the skin devil is staggered", never
+# [[Staggered]]), when its best chunk is at least MENTION_FLOOR similar to the question: one, after the seed's linked
+# neighbours. The second round reads the same chunk's opening and closest line for seeds; this reads all of it, for
+# the one name nearest the question (docs/design.md §5.12).
+MENTION_FLOOR = 0.2
+
+
+def mentioned(query: Query, seeds: list[Seed], fused: list[dict[str, Any]], walked: list[Arrival]) -> list[Arrival]:
+    """3a. The walk's one arrival by mention: the note the top seed's nearest chunk names that nothing found yet,
+    nearest the question (the second round's statement, over the whole chunk)."""
+    top = next(s for s in seeds if not s.bridged_from)
+    text = _nearest_chunk(query, fused, top)
+    known = {s.id for s in seeds} | {w.id for w in walked}
+    params = {"bridge": text[:MAX_QUESTION], "question": query.question, "known": json.dumps(sorted(known)),
+              "n": 1, "bundle": query.concepts[top.id]["bundle"]}
+    rows = [row for row in query.run("mentioned", _bridge_sql(vectors=True), params)
+            if (row["similarity"] or 0) >= MENTION_FLOOR]
+    query.know([row["id"] for row in rows])
+    nth = sum(1 for w in walked if w.seed == top.id)
+    return [Arrival(row["id"], hop=1, via=top.id, predicate="mentions", kind="mention", anchor=None, score=0.0,
+                    degree=0, reached_from=[top.id], seed=top.id, similarity=row["similarity"], nth=nth + 1)
+            for row in rows]
 
 
 def bridge_words(question: str, chunk: str) -> str:

@@ -991,6 +991,46 @@ def test_the_log_answers_history_questions_with_its_dated_entry(campaign_db):
     assert "Deprecation**: Retired Orrin Kell; merged into Teodor Vask." in result["context"]  # links as their text
 
 
+def test_a_note_the_top_seeds_chunk_names_without_a_link_is_walked_to_as_a_mention(tmp_path, monkeypatch):
+    """13th-Age-check7's tai28: the skin devil's stat block says "while the skin devil is staggered", never
+    [[Staggered]], and no list ranked the rule. The note the top seed's nearest chunk names by title, nearest the
+    question, comes as the walk's arrival by mention (hop 1, after the seed's linked neighbours), when its best chunk
+    is at least MENTION_FLOOR similar to the question (the real default model here)."""
+    from datasette_okf import retrieve
+    from datasette_okf.retrieve import MENTION_FLOOR, find_seeds, mentioned, open_query, pick_seeds, walk
+    from datasette_okf.store import build
+
+    files = {
+        "Monsters/Skin Devil.md": "A [[Devil]] that wears stolen skins.\n\nThe skin devil heals 5 hit points at the start "
+                                  "of each of its turns. While the skin devil is staggered, it stops healing.\n",
+        "Monsters/Devil.md": "Devils come from the hells and bargain for souls.\n",
+        "Rules/Staggered.md": "A creature is staggered when its hit points fall to half its maximum or lower.\n",
+        "Rules/Recoveries.md": "Recoveries heal characters between fights.\n",
+    }
+    build([write_bundle(tmp_path / "vault", files)], tmp_path / "v.db")
+    question = "We're fighting a skin devil. What changes once we knock it down to half its hit points?"
+    query = open_query(tmp_path / "v.db", question, ContextOptions(max_seeds=1))
+    fused = find_seeds(query)
+    seeds = pick_seeds(query, fused)
+    assert [s.id for s in seeds] == ["vault/Monsters/Skin Devil"]
+    walked = walk(query, seeds, fused)
+    assert [w.id for w in walked] == ["vault/Monsters/Devil"]  # its link
+    [arrival] = mentioned(query, seeds, fused, walked)
+    assert (arrival.id, arrival.via, arrival.kind, arrival.predicate, arrival.hop, arrival.nth) == (
+        "vault/Rules/Staggered", "vault/Monsters/Skin Devil", "mention", "mentions", 1, 2)  # after the link
+    assert arrival.similarity >= MENTION_FLOOR
+    assert query.sql["mentioned"] == retrieve._bridge_sql(vectors=True)  # the second round's statement
+    assert query.params["mentioned"]["bridge"].startswith("A Devil that wears")  # over the whole chunk
+    assert all(a.id != "vault/Rules/Staggered" for a in mentioned(query, seeds, fused, [*walked, arrival]))  # not again
+    monkeypatch.setattr(retrieve, "MENTION_FLOOR", 0.99)
+    assert mentioned(query, seeds, fused, walked) == []  # not similar enough to the question
+    monkeypatch.undo()
+    result = context_for(tmp_path / "v.db", question, max_seeds=1, mode="graph-walk")
+    assert "mentioned" in result["sql"]
+    assert {n["via"] for n in result["nodes"] if n["why"].get("predicate") == "mentions"} <= {
+        "hop 1 via vault/Monsters/Skin Devil (mentions)"}
+
+
 def test_a_second_round_through_the_top_seeds_best_chunk_adds_what_the_question_only_implies(campaign_db):
     """The bridge round (docs/design.md §2.8): the notes the question plus the top seed's best chunk names, that the
     first round missed, join below its seeds, and say so."""
