@@ -1232,6 +1232,8 @@ def test_the_gate_uses_the_bundles_own_calibration(campaign_db):
     gate = json.loads(read_meta(conn)["gate"])
     assert gate["method"] == METHOD and BOUNDS[0] <= gate["vector_threshold"] <= BOUNDS[1]
     assert gate["off_topic"]["p95"] <= gate["vector_threshold"] and gate["chunks"] > 100
+    # 0.03 above the nearest off-topic question (0.05 until stop 44 refused Thellade questions at 0.43-0.44, §3.1)
+    assert gate["vector_threshold"] == round(gate["off_topic"]["max"] + 0.03, 4)
     rejected = context_for(conn, "How do I descale an espresso machine?")
     assert f"below {gate['vector_threshold']:.2f}" in rejected["reason"]
     assert "below 0.90" in context_for(conn, "How do I descale an espresso machine?", vector_threshold=0.9)["reason"]
