@@ -815,29 +815,34 @@ def _nearest_chunk(query: Query, fused: list[dict[str, Any]], seed: Seed) -> str
     return "\n".join(line for line in (row[0] if row else "").split("\n") if not _WHEN_FIELD.match(line))
 
 
-# A note the top seed's nearest chunk names by title and no link reaches is walked to as a link's would be (a
-# mention is a link its author did not write: 13th Age's stat blocks say "while the skin devil is staggered", never
-# [[Staggered]]), when its best chunk is at least MENTION_FLOOR similar to the question: one, after the seed's linked
-# neighbours. The second round reads the same chunk's opening and closest line for seeds; this reads all of it, for
-# the one name nearest the question (docs/design.md §5.12).
+# A note a top seed's nearest chunk names by title and no link reaches is walked to as a link's would be (a mention
+# is a link its author did not write: 13th Age's stat blocks say "while the skin devil is staggered", never
+# [[Staggered]]), when its best chunk is at least MENTION_FLOOR similar to the question: one a seed, after that
+# seed's linked neighbours. The second round reads the top seed's chunk's opening and closest line for seeds; this
+# reads all of it, for the one name nearest the question (docs/design.md §5.12). Hybrid reads its first two seeds'
+# chunks (the second found 13th-Age-check4's and -check5's Escalation Die, nothing lost); graph-walk, whose seeds are
+# the vector list's alone, its first (its second lost three notes at the budget's edge for nine found).
 MENTION_FLOOR = 0.2
+MENTION_SEEDS = {"hybrid": 2, "graph-walk": 1}
 
 
 def mentioned(query: Query, seeds: list[Seed], fused: list[dict[str, Any]], walked: list[Arrival]) -> list[Arrival]:
-    """3a. The walk's one arrival by mention: the note the top seed's nearest chunk names that nothing found yet,
-    nearest the question (the second round's statement, over the whole chunk)."""
-    top = next(s for s in seeds if not s.bridged_from)
-    text = _nearest_chunk(query, fused, top)
-    known = {s.id for s in seeds} | {w.id for w in walked}
-    params = {"bridge": text[:MAX_QUESTION], "question": query.question, "known": json.dumps(sorted(known)),
-              "n": 1, "bundle": query.concepts[top.id]["bundle"]}
-    rows = [row for row in query.run("mentioned", _bridge_sql(vectors=True), params)
-            if (row["similarity"] or 0) >= MENTION_FLOOR]
-    query.know([row["id"] for row in rows])
-    nth = sum(1 for w in walked if w.seed == top.id)
-    return [Arrival(row["id"], hop=1, via=top.id, predicate="mentions", kind="mention", anchor=None, score=0.0,
-                    degree=0, reached_from=[top.id], seed=top.id, similarity=row["similarity"], nth=nth + 1)
-            for row in rows]
+    """3a. The walk's arrivals by mention: for each of the first seeds, the note its nearest chunk names that nothing
+    found yet, nearest the question (the second round's statement, over the whole chunk; stage `mentioned`, then
+    `mentioned_2` for the second seed)."""
+    arrivals: list[Arrival] = []
+    for i, seed in enumerate([s for s in seeds if not s.bridged_from][: MENTION_SEEDS.get(query.options.mode, 1)]):
+        known = {s.id for s in seeds} | {w.id for w in walked} | {a.id for a in arrivals}
+        params = {"bridge": _nearest_chunk(query, fused, seed)[:MAX_QUESTION], "question": query.question,
+                  "known": json.dumps(sorted(known)), "n": 1, "bundle": query.concepts[seed.id]["bundle"]}
+        rows = [row for row in query.run("mentioned" if i == 0 else f"mentioned_{i + 1}", _bridge_sql(vectors=True), params)
+                if (row["similarity"] or 0) >= MENTION_FLOOR]
+        query.know([row["id"] for row in rows])
+        nth = sum(1 for w in walked if w.seed == seed.id)
+        arrivals += [Arrival(row["id"], hop=1, via=seed.id, predicate="mentions", kind="mention", anchor=None,
+                             score=0.0, degree=0, reached_from=[seed.id], seed=seed.id,
+                             similarity=row["similarity"], nth=nth + 1) for row in rows]
+    return arrivals
 
 
 def bridge_words(question: str, chunk: str) -> str:

@@ -1003,7 +1003,7 @@ def test_a_note_the_top_seeds_chunk_names_without_a_link_is_walked_to_as_a_menti
     files = {
         "Monsters/Skin Devil.md": "A [[Devil]] that wears stolen skins.\n\nThe skin devil heals 5 hit points at the start "
                                   "of each of its turns. While the skin devil is staggered, it stops healing.\n",
-        "Monsters/Devil.md": "Devils come from the hells and bargain for souls.\n",
+        "Monsters/Devil.md": "Devils come from the hells and bargain for souls. A devil's recoveries are spent in the hells.\n",
         "Rules/Staggered.md": "A creature is staggered when its hit points fall to half its maximum or lower.\n",
         "Rules/Recoveries.md": "Recoveries heal characters between fights.\n",
     }
@@ -1025,6 +1025,20 @@ def test_a_note_the_top_seeds_chunk_names_without_a_link_is_walked_to_as_a_menti
     monkeypatch.setattr(retrieve, "MENTION_FLOOR", 0.99)
     assert mentioned(query, seeds, fused, walked) == []  # not similar enough to the question
     monkeypatch.undo()
+    # hybrid reads its first two seeds' chunks, one name each (MENTION_SEEDS); graph-walk its first
+    asked = question + " And how do devils heal?"
+    two = open_query(tmp_path / "v.db", asked, ContextOptions(max_seeds=2))
+    fused = find_seeds(two)
+    seeds = pick_seeds(two, fused)
+    assert [s.id for s in seeds] == ["vault/Monsters/Skin Devil", "vault/Monsters/Devil"]
+    assert [(a.id, a.via) for a in mentioned(two, seeds, fused, walk(two, seeds, fused))] == [
+        ("vault/Rules/Staggered", "vault/Monsters/Skin Devil"), ("vault/Rules/Recoveries", "vault/Monsters/Devil")]
+    assert {"mentioned", "mentioned_2"} <= set(two.sql)
+    one = open_query(tmp_path / "v.db", asked, ContextOptions(mode="graph-walk"))
+    fused = find_seeds(one)
+    seeds = pick_seeds(one, fused)
+    mentioned(one, seeds, fused, [])
+    assert len(seeds) > 1 and "mentioned" in one.sql and "mentioned_2" not in one.sql  # one seed's chunk read
     result = context_for(tmp_path / "v.db", question, max_seeds=1, mode="graph-walk")
     assert "mentioned" in result["sql"]
     assert {n["via"] for n in result["nodes"] if n["why"].get("predicate") == "mentions"} <= {
