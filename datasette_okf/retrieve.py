@@ -778,7 +778,8 @@ def _bridge_sql(vectors: bool) -> str:
     """The second round's statement; without vectors the names come in the order the title list finds them."""
     if vectors:
         return BRIDGE_SQL.format(
-            similarity=",\n  max(1 - vec_distance_cosine(chunk_floats.embedding, (select okf_embed(:question))))"
+            similarity=",\n  max(case when chunk_floats.embedding is not null"  # a note not embedded yet: no similarity
+                       " then 1 - vec_distance_cosine(chunk_floats.embedding, (select okf_embed(:question))) end)"
                        " as similarity",
             join="\nleft join chunks on chunks.concept_id = named.id"
                  "\nleft join chunk_floats on chunk_floats.id = chunks.id",
@@ -1269,10 +1270,13 @@ def series(query: Query, nodes: list[Node]) -> list[Node]:
             wanted = round(max(score.values()) * SERIES_SHARE, 6)
         else:
             # A stretch of the series: right after the member before it (a gap between session 3, a seed, and
-            # session 5, walked: 4 follows 3, not 5). One moment: the lower of its two neighbours, halved.
+            # session 5, walked: 4 follows 3, not 5). One moment: the lower of its two neighbours, halved; but when
+            # the question asks what came next or before, the higher, as an end next to it would stand (a mention
+            # of session 5 by a weaker seed made session 4 a gap, and it fell behind the walked notes).
             share = SERIES_SHARE if ordered else WALK_SHARE
             around = [score[i] for i in (row["after"], row["before"]) if i in score]
-            wanted = round((score[row["after"]] if ordered and row["after"] in score else min(around)) * share, 6)
+            nearest = max(around) if params["ends"] else min(around)
+            wanted = round((score[row["after"]] if ordered and row["after"] in score else nearest) * share, 6)
         if row["id"] in added and added[row["id"]].score >= wanted:
             continue
         added[row["id"]] = Node(query.concepts[row["id"]], wanted,
