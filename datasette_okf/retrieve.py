@@ -816,34 +816,73 @@ def _nearest_chunk(query: Query, fused: list[dict[str, Any]], seed: Seed) -> str
     return "\n".join(line for line in (row[0] if row else "").split("\n") if not _WHEN_FIELD.match(line))
 
 
-# A note a top seed's nearest chunk names by title and no link reaches is walked to as a link's would be (a mention
+# A note a first seed's nearest chunk names by title and no link reaches is walked to as a link's would be (a mention
 # is a link its author did not write: 13th Age's stat blocks say "while the skin devil is staggered", never
 # [[Staggered]]), when its best chunk is at least MENTION_FLOOR similar to the question: one a seed, after that
 # seed's linked neighbours. The second round reads the top seed's chunk's opening and closest line for seeds; this
-# reads all of it, for the one name nearest the question (docs/design.md §5.12). Hybrid reads its first two seeds'
-# chunks (the second found 13th-Age-check4's and -check5's Escalation Die, nothing lost); graph-walk, whose seeds are
-# the vector list's alone, its first (its second lost three notes at the budget's edge for nine found).
+# reads all of each chunk, for the one name nearest the question (docs/design.md §5.12). Hybrid reads its first three
+# seeds' chunks (the second found 13th-Age-check4's and -check5's Escalation Die, the third two hotpotqa-mini notes
+# and 13th-Age-check7's Prince of Shadows and Stuck; nothing lost); graph-walk, whose seeds are the vector list's
+# alone, its first (its second lost three notes at the budget's edge for nine found).
 MENTION_FLOOR = 0.2
-MENTION_SEEDS = {"hybrid": 2, "graph-walk": 1}
+MENTION_SEEDS = {"hybrid": 3, "graph-walk": 1}
+
+
+# One statement for every seed read: the names each chunk holds (in its own bundle, no index or template), each
+# named note's best chunk's similarity to the question once however many chunks name it, and each chunk's nearest
+# names above the floor; the common-word check (a count in FTS5 the first time a name is seen) is asked of those only.
+MENTIONED_SQL = """with read as (
+  select key as place, json_extract(value, '$[0]') as seed, json_extract(value, '$[1]') as text,
+    json_extract(value, '$[2]') as bundle
+  from json_each(:chunks)
+),
+names as materialized (  -- the function once a chunk, before any join (else once a note of the bundle)
+  select read.place, read.seed, read.bundle, json_extract(name.value, '$.id') as id,
+    json_extract(name.value, '$.name') as name
+  from read join json_each(okf_title_names(read.text)) as name
+),
+named as materialized (
+  select distinct names.place, names.seed, names.id, names.name
+  from names cross join concepts on concepts.id = names.id and concepts.bundle = names.bundle
+    and not concepts.is_index and not concepts.is_stub
+  where names.id not in (select value from json_each(:known))
+),
+near as materialized (
+  select chunks.concept_id as id,
+    max(1 - vec_distance_cosine(chunk_floats.embedding, (select okf_embed(:question)))) as similarity
+  from chunks join chunk_floats on chunk_floats.id = chunks.id  -- a note without vectors yet has none
+  where chunks.concept_id in (select id from named)
+  group by chunks.concept_id
+  having similarity >= :floor
+),
+ranked as (
+  select named.place, named.seed, named.id, near.similarity,
+    row_number() over (partition by named.place order by near.similarity desc, named.id) as nth
+  from named join near on near.id = named.id
+  where not okf_common_name(named.name)
+)
+select place, seed, id, similarity from ranked where nth <= :places order by place, nth"""
 
 
 def mentioned(query: Query, seeds: list[Seed], fused: list[dict[str, Any]], walked: list[Arrival]) -> list[Arrival]:
     """3a. The walk's arrivals by mention: for each of the first seeds, the note its nearest chunk names that nothing
-    found yet, nearest the question (the second round's statement, over the whole chunk; stage `mentioned`, then
-    `mentioned_2` for the second seed)."""
-    arrivals: list[Arrival] = []
-    for i, seed in enumerate([s for s in seeds if not s.bridged_from][: MENTION_SEEDS.get(query.options.mode, 1)]):
-        known = {s.id for s in seeds} | {w.id for w in walked} | {a.id for a in arrivals}
-        params = {"bridge": _nearest_chunk(query, fused, seed)[:MAX_QUESTION], "question": query.question,
-                  "known": json.dumps(sorted(known)), "n": 1, "bundle": query.concepts[seed.id]["bundle"]}
-        rows = [row for row in query.run("mentioned" if i == 0 else f"mentioned_{i + 1}", _bridge_sql(vectors=True), params)
-                if (row["similarity"] or 0) >= MENTION_FLOOR]
-        query.know([row["id"] for row in rows])
-        nth = sum(1 for w in walked if w.seed == seed.id)
-        arrivals += [Arrival(row["id"], hop=1, via=seed.id, predicate="mentions", kind="mention", anchor=None,
-                             score=0.0, degree=0, reached_from=[seed.id], seed=seed.id,
-                             similarity=row["similarity"], nth=nth + 1) for row in rows]
-    return arrivals
+    found yet, nearest the question, one statement for all of them (a note two chunks name goes to the first)."""
+    read = [s for s in seeds if not s.bridged_from][: MENTION_SEEDS.get(query.options.mode, 1)]
+    chunks = [[s.id, _nearest_chunk(query, fused, s)[:MAX_QUESTION], query.concepts[s.id]["bundle"]] for s in read]
+    known = {s.id for s in seeds} | {w.id for w in walked}
+    rows = query.run("mentioned", MENTIONED_SQL, {"chunks": json.dumps(chunks), "question": query.question,
+                                                  "known": json.dumps(sorted(known)), "floor": MENTION_FLOOR,
+                                                  "places": len(read)})
+    taken: dict[str, dict[str, Any]] = {}
+    for place in range(len(read)):
+        row = next((r for r in rows if r["place"] == place and r["id"] not in taken), None)
+        if row is not None:
+            taken[row["id"]] = row
+    query.know(list(taken))
+    return [Arrival(row["id"], hop=1, via=row["seed"], predicate="mentions", kind="mention", anchor=None, score=0.0,
+                    degree=0, reached_from=[row["seed"]], seed=row["seed"], similarity=row["similarity"],
+                    nth=sum(1 for w in walked if w.seed == row["seed"]) + 1)
+            for row in taken.values()]
 
 
 def bridge_words(question: str, chunk: str) -> str:

@@ -1019,13 +1019,14 @@ def test_a_note_the_top_seeds_chunk_names_without_a_link_is_walked_to_as_a_menti
     assert (arrival.id, arrival.via, arrival.kind, arrival.predicate, arrival.hop, arrival.nth) == (
         "vault/Rules/Staggered", "vault/Monsters/Skin Devil", "mention", "mentions", 1, 2)  # after the link
     assert arrival.similarity >= MENTION_FLOOR
-    assert query.sql["mentioned"] == retrieve._bridge_sql(vectors=True)  # the second round's statement
-    assert query.params["mentioned"]["bridge"].startswith("A Devil that wears")  # over the whole chunk
+    assert query.sql["mentioned"] == retrieve.MENTIONED_SQL
+    [[seed, chunk, bundle]] = json.loads(query.params["mentioned"]["chunks"])  # the whole chunk, the seed's bundle
+    assert (seed, bundle) == ("vault/Monsters/Skin Devil", "vault") and chunk.startswith("A Devil that wears")
     assert all(a.id != "vault/Rules/Staggered" for a in mentioned(query, seeds, fused, [*walked, arrival]))  # not again
     monkeypatch.setattr(retrieve, "MENTION_FLOOR", 0.99)
     assert mentioned(query, seeds, fused, walked) == []  # not similar enough to the question
     monkeypatch.undo()
-    # hybrid reads its first two seeds' chunks, one name each (MENTION_SEEDS); graph-walk its first
+    # hybrid reads its first seeds' chunks (MENTION_SEEDS), one name each, in one statement; graph-walk its first
     asked = question + " And how do devils heal?"
     two = open_query(tmp_path / "v.db", asked, ContextOptions(max_seeds=2))
     fused = find_seeds(two)
@@ -1033,12 +1034,12 @@ def test_a_note_the_top_seeds_chunk_names_without_a_link_is_walked_to_as_a_menti
     assert [s.id for s in seeds] == ["vault/Monsters/Skin Devil", "vault/Monsters/Devil"]
     assert [(a.id, a.via) for a in mentioned(two, seeds, fused, walk(two, seeds, fused))] == [
         ("vault/Rules/Staggered", "vault/Monsters/Skin Devil"), ("vault/Rules/Recoveries", "vault/Monsters/Devil")]
-    assert {"mentioned", "mentioned_2"} <= set(two.sql)
+    assert [seed for seed, _, _ in json.loads(two.params["mentioned"]["chunks"])] == [s.id for s in seeds]
     one = open_query(tmp_path / "v.db", asked, ContextOptions(mode="graph-walk"))
     fused = find_seeds(one)
     seeds = pick_seeds(one, fused)
     mentioned(one, seeds, fused, [])
-    assert len(seeds) > 1 and "mentioned" in one.sql and "mentioned_2" not in one.sql  # one seed's chunk read
+    assert len(seeds) > 1 and len(json.loads(one.params["mentioned"]["chunks"])) == 1  # one seed's chunk read
     result = context_for(tmp_path / "v.db", question, max_seeds=1, mode="graph-walk")
     assert "mentioned" in result["sql"]
     assert {n["via"] for n in result["nodes"] if n["why"].get("predicate") == "mentions"} <= {
