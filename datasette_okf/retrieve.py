@@ -853,7 +853,7 @@ near as materialized (
   from chunks join chunk_floats on chunk_floats.id = chunks.id  -- a note without vectors yet has none
   where chunks.concept_id in (select id from named)
   group by chunks.concept_id
-  having similarity >= :floor
+  having similarity >= cast(:floor as real)  -- cast: Datasette's SQL editor passes every parameter as text
 ),
 ranked as (
   select named.place, named.seed, named.id, near.similarity,
@@ -861,7 +861,7 @@ ranked as (
   from named join near on near.id = named.id
   where not okf_common_name(named.name)
 )
-select place, seed, id, similarity from ranked where nth <= :places order by place, nth"""
+select place, seed, id, similarity from ranked where nth <= cast(:places as integer) order by place, nth"""
 
 
 def mentioned(query: Query, seeds: list[Seed], fused: list[dict[str, Any]], walked: list[Arrival]) -> list[Arrival]:

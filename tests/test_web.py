@@ -222,13 +222,24 @@ def test_each_stage_link_opens_the_sql_editor_with_what_ran(ds):
     (before: the walk's link carried an empty options object and guessed the vector parameters)."""
     import html
     import re
-    from urllib.parse import parse_qs, urlsplit
+    from urllib.parse import parse_qs, quote, urlsplit
 
-    page = fetch(ds, f"/-/context_for?q={QUESTION}&db=campaign").text
-    ran = fetch(ds, f"/-/context_for.json?q={QUESTION}&db=campaign").json()
-    links = [urlsplit(html.unescape(href)) for href in re.findall(r'<a href="([^"]+)">open in the SQL editor</a>', page)]
+    def stages(question):
+        page = fetch(ds, f"/-/context_for?q={quote(question)}&db=campaign").text
+        ran = fetch(ds, f"/-/context_for.json?q={quote(question)}&db=campaign").json()
+        hrefs = re.findall(r'<a href="([^"]+)">open in the SQL editor</a>', page)
+        return ran, [urlsplit(html.unescape(href)) for href in hrefs]
+
+    ran, links = stages(QUESTION)
     assert len(links) == len(ran["sql"]) and list(ran["sql"]) == ["seeds", "names", "bridge", "walk", "mentioned", "series", "facts",
                                                                                   "sections"]
+    # the example's q07: Tidewatch Keep's chunk names Port Vell, walked to by mention; the editor's run returns it
+    # (its parameters come as text: the statement casts them)
+    mentioned, mention_links = stages("What reward does Tidewatch Keep pay for handing in a live smuggler?")
+    link = mention_links[list(mentioned["sql"]).index("mentioned")]
+    rows = fetch(ds, f"{link.path}.json?{link.query}&_shape=array").json()
+    walked = {(n["why"]["seed"], n["id"]) for n in mentioned["nodes"] if n["why"].get("predicate") == "mentions"}
+    assert walked and walked <= {(row["seed"], row["id"]) for row in rows}
     for link, stage in zip(links, ran["sql"]):
         args = {key: values[0] for key, values in parse_qs(link.query).items()}
         assert args.pop("sql") == ran["sql"][stage]
