@@ -1370,19 +1370,20 @@ def named_by_number(query: Query, nodes: list[Node]) -> list[Node]:
     by_name: dict[str, list[str]] = defaultdict(list)
     for row in rows:
         by_name[row["name"]].append(row["id"])
+    named = {name: found for name, found in by_name.items() if len(found) <= NUMBERED_MOST}
+    query.know([concept_id for found in named.values() for concept_id in found])
     wanted = round(top.score * SERIES_SHARE, 6)
     offered = {n.id: n for n in nodes}
-    ids = [i for found in by_name.values() if len(found) <= NUMBERED_MOST for i in found]
-    query.know(ids)
-    added = []
-    for concept_id in dict.fromkeys(ids):
-        if concept_id in offered:
-            offered[concept_id].score = max(offered[concept_id].score, wanted)
-        else:
-            name = json.loads(next(n for n, found in by_name.items() if concept_id in found))
-            added.append(Node(query.concepts[concept_id], wanted,
-                              {"kind": "numbered", "name": f"{name[0]} {name[1]} (with {name[2]} in its name)"}))
-    return added
+    added: dict[str, Node] = {}
+    for name, found in named.items():
+        word, number, whose = json.loads(name)
+        for concept_id in found:
+            if concept_id in offered:
+                offered[concept_id].score = max(offered[concept_id].score, wanted)
+            elif concept_id not in added:
+                added[concept_id] = Node(query.concepts[concept_id], wanted,
+                                         {"kind": "numbered", "name": f"{word} {number} (with {whose} in its name)"})
+    return list(added.values())
 
 
 def _lift_named(nodes: list[Node], found: list[dict[str, Any]]) -> None:
