@@ -1709,6 +1709,14 @@ AGREED_CHUNKS = 2
 # (docs/retrieval-history.md, stop 37): at a 3,000-token budget, notes within 2,250 of it: 239 -> 287 of 343 quotes
 # and four more required notes found, mean notes <= 9.8 a context; all 3,000 to notes: 260, and 10.5 notes.
 NOTES_SHARE = 0.75
+# The first note the graph added (walked, a series' member, a linked guess…) that does not fit in the notes' share
+# is set aside, and comes at its place from the last quarter, after the chunks showing the rest of the question (5b):
+# whole if it fits, else cut. A seed's link the walk ranked high is often the very note the question needs, and the
+# small notes ranked below it took its room (13th-Age-check6's tah16: the Bearded Devil's "devil abilities" table,
+# 273 tokens, 9th in order, lost to a 31-token multiclass note and a 13-token condition). A context that takes one
+# holds at most MAX_NOTES - 1 notes, so the mean stays near ten. A seed or the lists' next note is never set aside:
+# a seed's further sections are what the last quarter is for (docs/design.md §7.1; docs/retrieval-history.md, stop 45).
+SET_ASIDE_NEVER = ("seed", "next")
 
 
 def _agreed(node: Node) -> bool:
@@ -1727,7 +1735,8 @@ def fill_budget(question: str, nodes: list[Node], chunks: dict[str, list[dict[st
     """5. Nodes in order while `NOTES_SHARE` of the budget lasts, each with its facts and its best chunk (the first,
     when two lists agree on it, with its best two: AGREED_CHUNKS); the first node that did not fit whole then comes
     with the start of its chunk, if `CUT_ROOM` tokens are left for it (its title and first sentence say what it is);
-    then, to the whole budget, the chunks holding the question's words nothing shown holds (5b), and more of the
+    then, to the whole budget, the chunks holding the question's words nothing shown holds (5b); the first note the
+    graph added that did not fit, set aside (SET_ASIDE_NEVER), at its place, whole if it fits; and more of the
     seeds' chunks: each seed's next nearest, in turn (one seed's every section before the next seed's second held 7
     fewer answer quotes of the 343). Everything rendered counts.
     At equal walk score a non-stale node goes first, then the more trusted one. Each node's block comes in pieces:
@@ -1742,6 +1751,7 @@ def fill_budget(question: str, nodes: list[Node], chunks: dict[str, list[dict[st
     most = max(MAX_NOTES, sum(n.is_seed for n in nodes))  # vector:15 still gets its 15 notes
     picked, parts, kept_facts, rest = [], {}, [], {}
     cut = None  # the first node that did not fit whole: (node, header, its chunk, its facts, their cost)
+    aside = None  # the first note the graph added that did not fit, as `cut`
     for node in ordered:
         if len(picked) >= most:
             break
@@ -1760,7 +1770,10 @@ def fill_budget(question: str, nodes: list[Node], chunks: dict[str, list[dict[st
             if used + cost <= for_notes:
                 break
         if used + cost > for_notes:
-            cut = cut or (node, header, first, own_facts, facts_cost)
+            if aside or node.why["kind"] in SET_ASIDE_NEVER or cost > budget - for_notes or len(picked) >= most - 1:
+                cut = cut or (node, header, first, own_facts, facts_cost)
+            else:  # a place kept for it: it comes after 5b
+                aside, most = (node, header, first, own_facts, facts_cost), most - 2
             continue
         used += cost
         picked.append(node)
@@ -1776,6 +1789,16 @@ def fill_budget(question: str, nodes: list[Node], chunks: dict[str, list[dict[st
             kept_facts.extend(own_facts)
             parts[node.id], rest[node.id] = [f"{header}\n{start}"], []
     used = show_the_rest_of_the_question(question, picked, rest, parts, used, budget)
+    if aside:  # at its place in the order: whole if it still fits, else cut
+        node, header, first, own_facts, facts_cost = aside
+        whole = used + estimate_tokens(header + "\n" + first) + facts_cost <= budget
+        start = first if whole else cut_to_fit(header, first, budget - used - facts_cost, CUT_ROOM)
+        if start is not None:
+            place = {n.id: i for i, n in enumerate(ordered)}
+            picked.insert(sum(place[p.id] < place[node.id] for p in picked), replace(node, cut=not whole))
+            used += estimate_tokens(header + "\n" + start) + facts_cost
+            kept_facts.extend(own_facts)
+            parts[node.id], rest[node.id] = ["\n".join([header] + ([start] if start else []))], []
     seeds = [node for node in picked if node.is_seed]  # each seed's next nearest chunk, in turn
     add_in_turns([parts[node.id] for node in seeds],
                  [[chunk_block(piece) if piece["text"] else None for piece in rest[node.id]] for node in seeds],

@@ -1319,6 +1319,33 @@ def test_the_first_note_that_does_not_fit_whole_comes_cut_within_the_budget(tmp_
     assert ids(tighter) == ["port/Harbour Master"] and CUT_MARK not in tighter["context"]
 
 
+def test_the_first_walked_note_that_does_not_fit_in_the_notes_share_comes_whole_from_the_rest(tmp_path):
+    """Before: a seed's link the walk ranked high came cut, or not at all, when the notes' share was spent, and small
+    notes below it took its room (13th-Age-check6's tah16: the Bearded Devil's "devil abilities" table, 9th of the
+    notes, lost to a 31-token note and a 13-token one). The first walked note that does not fit there is set aside
+    and comes whole from the last quarter of the budget (a seed that does not fit still comes cut: the test above)."""
+    from datasette_okf.render import CUT_MARK, estimate_tokens
+    from datasette_okf.store import build
+
+    from .conftest import write_bundle
+
+    duties = " ".join(["She walks the quay with a lantern and counts the hulls against the harbour roll."] * 14)
+    rules = " ".join(["Every captain signs for the berth and pays before the tide turns, in coin or in kind."] * 14)
+    rows = " ".join(["Each line names the ship, the berth, the cargo and the coin paid, in a cramped hand."] * 4)
+    root = write_bundle(tmp_path / "port", {
+        "Harbour Master.md": f"---\ntype: Person\n---\n## At dawn\nAt dawn the Harbour Master opens the harbour. "
+                             f"{duties}\n\n## Dues\nDues go in the [Customs Book](Customs%20Book.md). {rules}\n",
+        "Customs Book.md": f"---\ntype: Item\n---\nKept in the customs house. {rows}\nThe last page is torn out.\n",
+    })
+    build([root], tmp_path / "port.db", embed=False)
+    question = "What does the Harbour Master do at dawn?"
+    result = context_for(tmp_path / "port.db", question, mode="hybrid", budget=550)  # the notes' share: 412
+    assert [(n["title"], n["via"].split(" ")[0]) for n in result["nodes"]] == [
+        ("Harbour Master", "seed:"), ("Customs Book", "hop")]
+    assert "The last page is torn out." in result["context"] and CUT_MARK not in result["context"]
+    assert estimate_tokens(result["context"]) <= 550
+
+
 def test_the_first_notes_section_holding_what_the_question_asks_is_what_the_llm_reads(tmp_path, monkeypatch):
     """On a database built from the Thellade vault, "Which cleric was entrusted with the infant Kothar?" handed the
     LLM Kothar's prophecy, nearer the question in cosine, and not the section naming the cleric. The first note's
@@ -1783,3 +1810,26 @@ def test_a_name_a_third_of_the_notes_use_is_a_word_of_the_bundle_not_a_title_mat
     build([small], tmp_path / "small.db", embed=False)
     titled = connection(str(tmp_path / "small.db")).execute(TITLE_SQL, {"question": "more damage"}).fetchall()
     assert [row[0] for row in titled] == ["small/Damage"]
+
+
+def test_a_context_that_sets_a_walked_note_aside_holds_one_note_fewer_than_the_most():
+    """The set-aside note is never the 11th: a context that takes one holds at most MAX_NOTES - 1 notes, so the mean
+    stays near ten. Eight seeds fill most of the notes' share, a walked note too long for the rest of it follows,
+    then small walked notes enough to fill any count."""
+    from datasette_okf.retrieve import MAX_NOTES, Node, fill_budget
+
+    def node(name: str, score: float, kind: str) -> Node:
+        why = {"kind": "seed", "ranks": {"fts": 1}, "resolved_from": None} if kind == "seed" else {
+            "kind": "hop", "hop": 1, "from": "seed 0", "predicate": "links_to", "edge_kind": "link"}
+        return Node({"id": name, "title": name, "trust": "unverified", "bundle": "b", "path": f"{name}.md"}, score, why)
+
+    seeds = [node(f"seed {n}", 1 - n / 100, "seed") for n in range(8)]
+    nodes = seeds + [node("long walked", 0.5, "hop")] + [node(f"small {n}", 0.4 - n / 100, "hop") for n in range(6)]
+    chunks = {n.id: [{"text": f"{n.id} says one short thing.", "heading": None}] for n in nodes}
+    for seed in seeds:
+        chunks[seed.id] = [{"text": f"{seed.id} says a longer thing. " + "More of it. " * 10, "heading": None}]
+    chunks["long walked"] = [{"text": "The long walked note. " + "It goes on. " * 40, "heading": None}]
+    picked = fill_budget("Which note?", nodes, chunks, [], 700)[0]  # notes within 525
+    assert [n.id for n in picked][8:] == ["long walked", "small 0"] and not picked[8].cut  # whole, at its place
+    assert len(picked) == MAX_NOTES - 1
+    assert len(fill_budget("Which note?", nodes, chunks, [], 3000)[0]) == MAX_NOTES  # room for all: nothing aside
