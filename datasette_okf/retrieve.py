@@ -1726,8 +1726,10 @@ def _agreed(node: Node) -> bool:
 
 def packing_order(nodes: list[Node]) -> list[Node]:
     """The order the budget packs nodes in: by score; at equal score a seed, then a non-stale node, then the more
-    trusted one."""
-    return sorted(nodes, key=lambda n: (-n.score, not n.is_seed, n.stale, TRUST_ORDER.get(n.concept["trust"], 3)))
+    trusted one, then the walked note nearer the question (walked scores tie exactly across seeds: 1/61 halved once
+    is 2/61 halved twice; docs/design.md §7.2)."""
+    return sorted(nodes, key=lambda n: (-n.score, not n.is_seed, n.stale, TRUST_ORDER.get(n.concept["trust"], 3),
+                                        -(n.why.get("similarity") or 0)))
 
 
 def fill_budget(question: str, nodes: list[Node], chunks: dict[str, list[dict[str, Any]]],

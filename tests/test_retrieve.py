@@ -1833,3 +1833,19 @@ def test_a_context_that_sets_a_walked_note_aside_holds_one_note_fewer_than_the_m
     assert [n.id for n in picked][8:] == ["long walked", "small 0"] and not picked[8].cut  # whole, at its place
     assert len(picked) == MAX_NOTES - 1
     assert len(fill_budget("Which note?", nodes, chunks, [], 3000)[0]) == MAX_NOTES  # room for all: nothing aside
+
+
+def test_at_equal_score_the_walked_note_nearer_the_question_is_packed_first():
+    """Walked scores are a seed's fused score halved per better note walked from it, so they tie exactly across seeds
+    (1/61 halved once is 2/61 halved twice): 13th-Age-check6's tah25 had the Demon note, the weak seed Glabrezou's
+    first link (similarity 0.243), tied with the Barbarian, the strong seed Staggered's second (0.183), and the
+    Barbarian took the budget's last place. At equal score, the note nearer the question goes first."""
+    from datasette_okf.retrieve import Node, packing_order
+
+    def walked(name: str, similarity: float) -> Node:
+        return Node({"id": name, "title": name, "trust": "unverified"}, 0.0082,
+                    {"kind": "hop", "hop": 1, "from": "a seed", "predicate": "links_to", "similarity": similarity})
+
+    far, near = walked("Barbarian", 0.183), walked("Demon", 0.243)
+    assert [n.id for n in packing_order([far, near])] == ["Demon", "Barbarian"]
+    assert [n.id for n in packing_order([near, far])] == ["Demon", "Barbarian"]
