@@ -1754,6 +1754,14 @@ def fill_budget(question: str, nodes: list[Node], chunks: dict[str, list[dict[st
     picked, parts, kept_facts, rest = [], {}, [], {}
     cut = None  # the first node that did not fit whole: (node, header, its chunk, its facts, their cost)
     aside = None  # the first note the graph added that did not fit, as `cut`
+
+    def take(node: Node, header: str, shown: str, own_facts: list[dict[str, Any]], later: list[dict[str, Any]],
+             at: int | None = None) -> None:
+        """`node` picked (at `at`, else last) with its header, what of its chunks is shown, and its facts."""
+        picked.insert(len(picked) if at is None else at, node)
+        kept_facts.extend(own_facts)
+        parts[node.id], rest[node.id] = ["\n".join([header] + ([shown] if shown else []))], later
+
     for node in ordered:
         if len(picked) >= most:
             break
@@ -1778,18 +1786,13 @@ def fill_budget(question: str, nodes: list[Node], chunks: dict[str, list[dict[st
                 aside, most = (node, header, first, own_facts, facts_cost), most - 2
             continue
         used += cost
-        picked.append(node)
-        kept_facts.extend(own_facts)
-        parts[node.id] = ["\n".join([header] + ([first] if first else []))]
-        rest[node.id] = pieces[shown:]
+        take(node, header, first, own_facts, pieces[shown:])
     if cut and len(picked) < most:
         node, header, first, own_facts, facts_cost = cut
         start = cut_to_fit(header, first, for_notes - used - facts_cost, CUT_ROOM)
         if start is not None:
             used += estimate_tokens(header + "\n") + facts_cost + estimate_tokens(start)
-            picked.append(replace(node, cut=True))
-            kept_facts.extend(own_facts)
-            parts[node.id], rest[node.id] = [f"{header}\n{start}"], []
+            take(replace(node, cut=True), header, start, own_facts, [])
     used = show_the_rest_of_the_question(question, picked, rest, parts, used, budget)
     if aside:  # at its place in the order: whole if it still fits, else cut
         node, header, first, own_facts, facts_cost = aside
@@ -1797,10 +1800,9 @@ def fill_budget(question: str, nodes: list[Node], chunks: dict[str, list[dict[st
         start = first if whole else cut_to_fit(header, first, budget - used - facts_cost, CUT_ROOM)
         if start is not None:
             place = {n.id: i for i, n in enumerate(ordered)}
-            picked.insert(sum(place[p.id] < place[node.id] for p in picked), replace(node, cut=not whole))
             used += estimate_tokens(header + "\n" + start) + facts_cost
-            kept_facts.extend(own_facts)
-            parts[node.id], rest[node.id] = ["\n".join([header] + ([start] if start else []))], []
+            take(replace(node, cut=not whole), header, start, own_facts, [],
+                 at=sum(place[p.id] < place[node.id] for p in picked))
     seeds = [node for node in picked if node.is_seed]  # each seed's next nearest chunk, in turn
     add_in_turns([parts[node.id] for node in seeds],
                  [[chunk_block(piece) if piece["text"] else None for piece in rest[node.id]] for node in seeds],
