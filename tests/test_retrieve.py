@@ -1812,19 +1812,23 @@ def test_a_name_a_third_of_the_notes_use_is_a_word_of_the_bundle_not_a_title_mat
     assert [row[0] for row in titled] == ["small/Damage"]
 
 
+def _offered(name: str, score: float, kind: str = "hop", similarity: float | None = None):
+    """A note as the budget is offered it: a seed, or a note walked to from one."""
+    from datasette_okf.retrieve import Node
+
+    why = {"kind": "seed", "ranks": {"fts": 1}, "resolved_from": None} if kind == "seed" else {
+        "kind": "hop", "hop": 1, "from": "seed 0", "predicate": "links_to", "edge_kind": "link", "similarity": similarity}
+    return Node({"id": name, "title": name, "trust": "unverified", "bundle": "b", "path": f"{name}.md"}, score, why)
+
+
 def test_a_context_that_sets_a_walked_note_aside_holds_one_note_fewer_than_the_most():
     """The set-aside note is never the 11th: a context that takes one holds at most MAX_NOTES - 1 notes, so the mean
     stays near ten. Eight seeds fill most of the notes' share, a walked note too long for the rest of it follows,
     then small walked notes enough to fill any count."""
-    from datasette_okf.retrieve import MAX_NOTES, Node, fill_budget
+    from datasette_okf.retrieve import MAX_NOTES, fill_budget
 
-    def node(name: str, score: float, kind: str) -> Node:
-        why = {"kind": "seed", "ranks": {"fts": 1}, "resolved_from": None} if kind == "seed" else {
-            "kind": "hop", "hop": 1, "from": "seed 0", "predicate": "links_to", "edge_kind": "link"}
-        return Node({"id": name, "title": name, "trust": "unverified", "bundle": "b", "path": f"{name}.md"}, score, why)
-
-    seeds = [node(f"seed {n}", 1 - n / 100, "seed") for n in range(8)]
-    nodes = seeds + [node("long walked", 0.5, "hop")] + [node(f"small {n}", 0.4 - n / 100, "hop") for n in range(6)]
+    seeds = [_offered(f"seed {n}", 1 - n / 100, "seed") for n in range(8)]
+    nodes = seeds + [_offered("long walked", 0.5)] + [_offered(f"small {n}", 0.4 - n / 100) for n in range(6)]
     chunks = {n.id: [{"text": f"{n.id} says one short thing.", "heading": None}] for n in nodes}
     for seed in seeds:
         chunks[seed.id] = [{"text": f"{seed.id} says a longer thing. " + "More of it. " * 10, "heading": None}]
@@ -1840,12 +1844,8 @@ def test_at_equal_score_the_walked_note_nearer_the_question_is_packed_first():
     (1/61 halved once is 2/61 halved twice): 13th-Age-check6's tah25 had the Demon note, the weak seed Glabrezou's
     first link (similarity 0.243), tied with the Barbarian, the strong seed Staggered's second (0.183), and the
     Barbarian took the budget's last place. At equal score, the note nearer the question goes first."""
-    from datasette_okf.retrieve import Node, packing_order
+    from datasette_okf.retrieve import packing_order
 
-    def walked(name: str, similarity: float) -> Node:
-        return Node({"id": name, "title": name, "trust": "unverified"}, 0.0082,
-                    {"kind": "hop", "hop": 1, "from": "a seed", "predicate": "links_to", "similarity": similarity})
-
-    far, near = walked("Barbarian", 0.183), walked("Demon", 0.243)
+    far, near = _offered("Barbarian", 0.0082, similarity=0.183), _offered("Demon", 0.0082, similarity=0.243)
     assert [n.id for n in packing_order([far, near])] == ["Demon", "Barbarian"]
     assert [n.id for n in packing_order([near, far])] == ["Demon", "Barbarian"]
