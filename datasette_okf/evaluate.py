@@ -52,10 +52,22 @@ def load_golden(path: Path | str) -> list[dict[str, Any]]:
     return questions
 
 
+# A link as the context shows it (chunks.py renders the note's links so): `[[target|label]]` and `[label](path)` by
+# their label, `[[folder/Note#section]]` by the note's name. An answer quoted from a note's file with its links in it
+# could never be found otherwise: 28 of Thellade-check7's 42 unshown answers at stop 46 were so written, or as a
+# frontmatter line ("founded: 24 Stardrift 93 PR", a fact line "… founded 24 Stardrift 93 PR" in the context).
+_LINKS = [(re.compile(r"\[\[([^\]|]*)\|([^\]]*)\]\]"), r"\2"),
+          (re.compile(r"\[\[(?:[^\]|#]*/)?([^\]|#/]*)(?:#[^\]|]*)?\]\]"), r"\1"),
+          (re.compile(r"(?<!!)\[([^\]]*)\]\([^)\s]*\)"), r"\1")]
+
+
 def evened(text: str) -> str:
     """Markup and spacing evened out, lower case: an answer written from a note and the context compare as words
-    (`**Time:** 04 Dawnmarch` in the note, "time: 04 dawnmarch" in the golden set)."""
-    return re.sub(r"\s+", " ", re.sub(r"[*_`|>#\[\]]+", " ", text)).strip().casefold()
+    (`**Time:** 04 Dawnmarch` in the note, "time 04 dawnmarch" in the golden set; `[[Dornal Syle]]`, "Dornal
+    Syle"). Colons go too: a frontmatter line is a fact line in the context."""
+    for link, shown in _LINKS:
+        text = link.sub(shown, text)
+    return re.sub(r"\s+", " ", re.sub(r"[*_`|>#:\[\]]+", " ", text)).strip().casefold()
 
 
 def _matches(required: str, node: dict[str, Any]) -> bool:
@@ -81,6 +93,42 @@ def _never_offered(conn: Any, required: str) -> str | None:
     return None
 
 
+# The sections of the notes a context holds and of the notes a question requires, and each frontmatter field as one
+# more ("founded: 24 Stardrift 93 PR": the context shows fields as facts of the note it is most about only).
+SECTIONS_OF_SQL = """with notes as (
+  select id, title, frontmatter from concepts
+  where id in (select value from json_each(:ids))
+    or exists (select 1 from json_each(:required) as required  -- as _matches reads a required entry
+               where concepts.path = required.value || '.md' or concepts.id = required.value
+                 or concepts.id like '%/' || required.value)
+)
+select notes.id, notes.title, chunks.heading, chunks.text from notes join chunks on chunks.concept_id = notes.id
+union all
+select notes.id, notes.title, 'frontmatter: ' || field.key,
+  field.key || ': ' || case when field.type = 'array'
+                            then (select group_concat(item.value, ', ') from json_each(field.value) as item)
+                            else field.value end
+from notes join json_each(coalesce(notes.frontmatter, '{}')) as field"""
+
+
+def where_answers_are(conn: Any, answers: list[str], shown: list[str], required: list[str]) -> list[dict[str, Any]]:
+    """For each answer the context lacks, the section (or frontmatter field) that holds it: in a note the context
+    holds (the budget or the section choice left it out: more budget, or better sections, would show it) or in a
+    required note it lacks (retrieval missed the note). None when no one section holds the words whole (they span
+    two). A golden set's author and a tuner then know which stage to look at."""
+    stems = [entry.removesuffix(".md") for entry in required]
+    rows = conn.execute(SECTIONS_OF_SQL, {"ids": json.dumps(shown), "required": json.dumps(stems)}).fetchall()
+    order = {concept_id: n for n, concept_id in enumerate(shown)}
+    rows.sort(key=lambda row: order.get(row[0], len(order)))  # a note the context holds first
+    places = []
+    for answer in answers:
+        words = evened(answer)
+        found = next((row for row in rows if words in evened(row[3] or "")), None)
+        places.append({"answer": answer, "note": found and found[0], "title": found and found[1],
+                       "section": found and found[2], "in_context": bool(found) and found[0] in order})
+    return places
+
+
 def evaluate(db: Any, golden: list[dict[str, Any]], modes: list[str], **options: Any) -> dict[str, Any]:
     """Per mode and tier: recall, hit@1, mean notes and tokens in context, rejection rates, latency, and the share of
     a question's `answers` (the notes' own words that answer it) the context holds: note recall counts a note whose
@@ -102,6 +150,7 @@ def evaluate(db: Any, golden: list[dict[str, Any]], modes: list[str], **options:
             answers = q.get("answers", [])
             context = evened(result["context"]) if result["confident"] else ""
             unshown = [a for a in answers if evened(a) not in context]
+            where = where_answers_are(conn, unshown, [n["id"] for n in nodes], required) if unshown else []
             per_tier[q["tier"]].append({
                 "id": q["id"],
                 "recall": len(found) / len(required) if required else None,
@@ -112,6 +161,7 @@ def evaluate(db: Any, golden: list[dict[str, Any]], modes: list[str], **options:
                 "tokens": estimate_tokens(result["context"]) if result["confident"] else 0,
                 "answers": 1 - len(unshown) / len(answers) if answers else None,
                 "answers_unshown": unshown,
+                "answers_where": where,
                 "rejected": not result["confident"],
                 "ms": result["timings_ms"]["total"],
                 "missed": missed,
@@ -163,6 +213,13 @@ def misses(report: dict[str, Any]) -> str:
         wrong = [r for r in tiers["per_question"].values()
                  if r["missed"] or r.get("answers_unshown") or (r["tier"] == "out") != r["rejected"]]
         lines.append(f"## {spec}: {len(wrong)} of {len(tiers['per_question'])} questions missed")
+        places = [place for r in wrong for place in r.get("answers_where", [])]
+        if places:
+            held = sum(place["in_context"] for place in places)
+            lacked = sum(bool(place["note"]) and not place["in_context"] for place in places)
+            lines.append(f"Answers not shown: {len(places)}; {held} in a note the context holds (its section not "
+                         f"shown: budget or section choice), {lacked} in a note it lacks (retrieval), "
+                         f"{len(places) - held - lacked} in no one section")
         for r in wrong:
             lines.append(f"\n{r['id']} ({r['tier']}): {r['question']}")
             if r["rejected"]:
@@ -172,12 +229,22 @@ def misses(report: dict[str, Any]) -> str:
             for path in r["missed"]:
                 why = r.get("missed_why", {}).get(path)
                 lines.append(f"  missed: {path}" + (f" — {why}" if why else ""))
-            for words in r.get("answers_unshown", []):
-                lines.append(f"  answer not in the context: {words!r}")
+            for place in r.get("answers_where", []):
+                lines.append(f"  answer not in the context: {place['answer']!r}{_where(place)}")
             for node in r["got"]:
                 lines.append(f"  got: {node['id']} — {node['via']}")
         lines.append("")
     return "\n".join(lines)
+
+
+def _where(place: dict[str, Any]) -> str:
+    """Where the answer's words are, for a miss line."""
+    if not place["note"]:
+        return " — no one section of the notes shown or required holds these words whole"
+    section = f"section {place['section']!r} of " if place["section"] else ""
+    if place["in_context"]:
+        return f" — in {section}{place['title']}, a note the context holds: that section was not shown"
+    return f" — in {section}{place['title']}, a note the context lacks"
 
 
 def as_table(report: dict[str, Any], markdown: bool = False) -> str:
