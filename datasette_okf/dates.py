@@ -63,6 +63,19 @@ def _texts(value: Any) -> Iterator[str]:
         yield str(value)
 
 
+# A value written as a date, whatever its key says: "24 Stardrift 93 PR" (a day, a month word, a year), "2024-03-05",
+# "March 5, 2024". Thellade dates its factions `founded` and its sessions `in_game_start`, neither a DATE_KEY.
+DATE_SHAPE = re.compile(r"^\s*(?:\d{1,2}\s+[^\W\d_]+\s+-?\d{1,4}|-?\d{1,4}-\d{1,2}-\d{1,2}|[^\W\d_]+\s+\d{1,2},\s*\d{4})")
+
+
+def is_date_field(key: str, value: str) -> bool:
+    """A frontmatter field that says when what the note tells happened: its key says date or year, or its value is
+    written as a date; never the file's bookkeeping (when it was written, checked, recapped), nor a value with no
+    number in it (Thellade's festivals keep `enddate: ""`)."""
+    return (not BOOKKEEPING.search(key) and any(character.isdigit() for character in value)
+            and bool(DATE_KEY.search(key) or DATE_SHAPE.match(value)))
+
+
 def date_fields(frontmatter: dict[str, Any]) -> list[str]:
     """The values of a note's date fields, each as text."""
     return [text for key, value in frontmatter.items()

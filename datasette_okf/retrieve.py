@@ -288,7 +288,7 @@ linked_from as (  -- the first :linked_facts links to each template offered, the
       and once = 1  -- and its `parentsubregion` to the same isles: one line a linking note, room for the next
   ) as ranked on ranked.id = edges.id and ranked.place <= cast(:linked_facts as integer)
 )
-select src, predicate, dst, object_literal, date, source_id, through = 2 as linked from (
+select src, predicate, dst, kind, object_literal, date, source_id, through = 2 as linked from (
   select edges.*, 0 as through, null as place from edges
   where edges.kind = 'relation' and edges.src in (select value from json_each(:nodes))
   union all
@@ -317,6 +317,12 @@ select src, predicate, dst, object_literal, date, source_id, through = 2 as link
   )
   where value not like '%[[%'  -- a link is an edge, above
     and :question not like '%' || value || '%'  -- "Group 4's session": "group Group 4" says nothing
+  union all  -- every offered note's dates, whatever the question names: "Which was founded first?" and "Which
+  -- session starts earlier that day?" compare notes whose dates only their frontmatter holds (docs/design.md §6)
+  select null, concepts.id, null, field.key, 'field', null, field.value, null, null, null, null, 0, null
+  from json_each(:nodes) as offered join concepts on concepts.id = offered.value
+  cross join json_each(concepts.frontmatter) as field
+  where :asks_when and field.type in ('text', 'integer') and okf_date_field(field.key, field.value)
   union all
   select * from linked_from  -- in the order they were picked: the types asked for first
 )
@@ -1475,14 +1481,14 @@ def find_facts(query: Query, nodes: list[Node], run: bool) -> list[dict[str, Any
     params = {"nodes": json.dumps(list(by_id)), "property_facts": PROPERTY_FACTS, "linked_facts": LINKED_FACTS,
               "hub_degree": WalkOptions.hub_degree,
               "question": query.question, "list_question": int(asks_for_list(query.question)),
-              "kinds_asked": json.dumps(kinds_asked(query.question))}
+              "kinds_asked": json.dumps(kinds_asked(query.question)), "asks_when": int(query.intent == "WHEN")}
     if not run:
         query.sql["facts"], query.params["facts"] = FACTS_SQL, params
         return []
     rows = query.run("facts", FACTS_SQL, params)
     query.know([row[end] for row in rows for end in ("src", "dst") if row[end]])
     facts = []
-    for row in rows:
+    for row in _without_repeated_dates(rows):
         subject = query.concepts[row["src"]]  # an offered note, or an unfilled template one of its links names
         target = query.concepts.get(row["dst"]) if row["dst"] else None
         fact = {
@@ -1496,6 +1502,26 @@ def find_facts(query: Query, nodes: list[Node], run: bool) -> list[dict[str, Any
         fact["text"] = fact_line(fact)
         facts.append(fact)
     return facts
+
+
+def _without_repeated_dates(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The fact rows but a field a longer field of the same note already says (Thellade's `startdateshort` "01
+    Dawnmarch" and `yearnumeric` 212 beside `startdate` "01 Dawnmarch 212 PR"), and a field line twice (a date the
+    question names comes by both of FACTS_SQL's field branches)."""
+    said: dict[str, list[str]] = {}
+    for row in rows:
+        if row["kind"] == "field":
+            said.setdefault(row["src"], []).append(str(row["object_literal"]))
+    kept, seen = [], set()
+    for row in rows:
+        if row["kind"] == "field":
+            value = str(row["object_literal"])
+            if (row["src"], row["predicate"], value) in seen or \
+                    any(value in other and value != other for other in said[row["src"]]):
+                continue
+            seen.add((row["src"], row["predicate"], value))
+        kept.append(row)
+    return kept
 
 
 def templates_read_through(query: Query, nodes: list[Node], facts: list[dict[str, Any]]) -> list[Node]:

@@ -17,7 +17,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from .dates import DatedNotes, dated_notes, notes_dated
+from .dates import DatedNotes, dated_notes, is_date_field, notes_dated
 from .embed import EmbeddingError, canonical_id, embed_query
 from .graph import graph_expand, walk_arguments
 from .hamming import hamming_candidates
@@ -201,6 +201,8 @@ def prepare_connection(conn: Any) -> None:
              ("name", MAX_NOTE), ("word", MAX_QUESTION), ("others", MAX_QUESTION), deterministic=True)
     register("okf_number_after", (2,), lambda title, word: number_after(as_text(title), as_text(word).casefold()),
              ("title", MAX_NOTE), ("word", MAX_QUESTION), deterministic=True)
+    register("okf_date_field", (2,), lambda key, value: int(is_date_field(as_text(key), as_text(value))),
+             ("key", MAX_QUESTION), ("value", MAX_NOTE), deterministic=True)
     register("okf_slug", (1,), lambda text: slug(as_text(text)), ("text", MAX_NOTE), deterministic=True)
     register("okf_folder", (1,), lambda concept_id: folder_of(None if concept_id is None else as_text(concept_id)),
              ("id", MAX_NOTE), deterministic=True)

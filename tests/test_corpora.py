@@ -176,3 +176,24 @@ def test_the_last_quarter_first_shows_what_the_rest_of_the_question_asks_of_a_wa
     assert "Every link forged is a vow unbroken." in result["context"]
     monkeypatch.setattr(retrieve, "show_the_rest_of_the_question", lambda question, picked, rest, parts, used, budget: used)
     assert "Every link forged is a vow unbroken." not in context_for(db, question)["context"]  # before
+
+
+def test_a_question_that_asks_when_gets_each_factions_founding_date(vault_dbs):
+    """Thellade-check7's thi26, written blind: three factions' `founded` dates sit in their frontmatter, and only the
+    first note's were shown; a field a longer one of the same note already says comes once (`startdateshort`)."""
+    from datasette_okf import context_for
+
+    db = vault_dbs["thellade"][0]
+    result = context_for(db, "Put the Black Sepulcher, the Sable Accord and the Hollow Mask in order of founding, "
+                             "with the date each was founded.")
+    for line in ("The Black Sepulcher founded 24 Stardrift 93 PR", "The Sable Accord founded 11 Nightveil 94 PR",
+                 "The Hollow Mask founded 11 Nightveil 96 PR"):
+        assert f"- {line} (trust: unverified)" in result["context"]
+    festival = context_for(db, "When does the Festival of the Lantern Tide start?")
+    lines = [f["text"] for f in festival["facts"] if f["subject"] == "Festival of the Lantern Tide"]
+    assert "- Festival of the Lantern Tide startdate 01 Stardrift 200 PR (trust: unverified)" in lines
+    assert not any(" enddate " in line for line in lines)  # `enddate: ""` says no date
+    detected = context_for(db, "When was the arcane instability in Boba detected?")
+    lines = [f["text"] for f in detected["facts"] if f["subject"] == "Arcane Instability Detected"]
+    assert "- Arcane Instability Detected startdate 15 Sunreach 212 PR (trust: unverified)" in lines
+    assert not any("yearnumeric" in line for line in lines)  # 212, which the startdate says

@@ -9,6 +9,7 @@ from datasette_okf.dates import (
     Calendar,
     date_fields,
     dated_notes,
+    is_date_field,
     learn_calendar,
     named_dates,
     notes_dated,
@@ -45,6 +46,18 @@ def test_only_fields_that_say_when_it_happened_are_dates():
     fields = date_fields({"startdate": "01 Dawnmarch 212 PR", "yearofoccurrence": ["[[212]]"], "created": "2025-01-01",
                           "lastrecapdate": "2025-02-02", "updated": "2025-03-03", "location": "Boba"})
     assert fields == ["01 Dawnmarch 212 PR", "[[212]]"]
+
+
+def test_a_field_is_a_date_by_its_key_or_by_how_its_value_is_written_never_bookkeeping():
+    """Thellade dates its factions `founded: 24 Stardrift 93 PR` and its sessions `in_game_start: 04 Dawnmarch 212PR
+    09:23`: neither key says date, their values do. A level or a count is no date, and when the file was written
+    or checked says nothing of when what it tells happened."""
+    assert is_date_field("founded", "24 Stardrift 93 PR") and is_date_field("in_game_start", "04 Dawnmarch 212PR 09:23")
+    assert is_date_field("first_seen", "2026-03-14") and is_date_field("signed", "March 5, 2024")
+    assert is_date_field("startdate", "-1 PR") and is_date_field("yearnumeric", "212")  # the key says so
+    assert not is_date_field("level", "5") and not is_date_field("location", "Boba")
+    assert not is_date_field("enddate", "") and not is_date_field("startdate", "TBD")
+    assert not is_date_field("updated", "2025-03-03") and not is_date_field("lastrecapdate", "01 Dawnmarch 212 PR")
 
 
 def test_a_question_names_a_date_with_the_calendars_era_or_month_never_a_bare_number():
@@ -134,3 +147,19 @@ def test_a_daily_note_is_dated_by_its_name(tmp_path):
         assert result["confident"], question
         assert {n["title"] for n in result["nodes"][:2]} == {"2024-03-05", "2024-03-05 Standup"}, question
         assert all(n["why"]["ranks"]["dated"] for n in result["nodes"][:2])
+
+
+def test_a_question_that_asks_when_gets_the_dates_of_every_note_offered(campaign_db):
+    """A note's dates sit in its frontmatter, and the context showed fields only for the note the question is most
+    about, so "which came first?" had the notes and not their dates (Thellade-check7's thi26: three factions'
+    `founded`, all three notes in the context, one date shown). A question that asks when now gets each offered
+    note's date fields as fact lines, counted in that note's budget; others do not pay for them."""
+    when = context_for(campaign_db, "When did the party strike its bargain with the brine hag, in the world's calendar?")
+    assert when["intent"] == "WHEN"
+    assert "campaign/sessions/session-05" in [n["id"] for n in when["nodes"]]
+    assert "- Session 5 - Kestrel Point in_world_date 1347-03-18 (trust: machine-confirmed)" in when["context"]
+    facts = [f for f in when["facts"] if f["subject_id"] == "campaign/sessions/session-05"]
+    assert {f["predicate"] for f in facts} == {"in_world_date", "session_date"}  # not session_number, not generated
+    other = context_for(campaign_db, "What did the party give the brine hag for mending the lens?")
+    assert "campaign/sessions/session-05" in [n["id"] for n in other["nodes"]]
+    assert "in_world_date" not in other["context"]
