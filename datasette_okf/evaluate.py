@@ -61,13 +61,18 @@ _LINKS = [(re.compile(r"\[\[([^\]|]*)\|([^\]]*)\]\]"), r"\2"),
           (re.compile(r"(?<!!)\[([^\]]*)\]\([^)\s]*\)"), r"\1")]
 
 
+_TAG = re.compile(r"</?[a-zA-Z][^<>]*>")
+
+
 def evened(text: str) -> str:
     """Markup and spacing evened out, lower case: an answer written from a note and the context compare as words
     (`**Time:** 04 Dawnmarch` in the note, "time 04 dawnmarch" in the golden set; `[[Dornal Syle]]`, "Dornal
-    Syle"). Colons go too: a frontmatter line is a fact line in the context."""
+    Syle"). Colons and quotation marks go too: a frontmatter line (`worship: "[[Malrik]]"`) is a fact line in the
+    context; and HTML tags."""
     for link, shown in _LINKS:
         text = link.sub(shown, text)
-    return re.sub(r"\s+", " ", re.sub(r"[*_`|>#:\[\]]+", " ", text)).strip().casefold()
+    text = _TAG.sub("", text)  # "8<sup>th</sup> level" is "8th level" as read
+    return re.sub(r"\s+", " ", re.sub(r"[*_`|>#:!\"“”\[\]]+", " ", text)).strip().casefold()
 
 
 def _matches(required: str, node: dict[str, Any]) -> bool:

@@ -64,3 +64,14 @@ def test_an_answer_quoted_with_its_links_is_found_as_the_context_shows_them(camp
         "impersonating dornal syle, and emperor"
     assert evened("founded: 24 Stardrift 93 PR") == evened("- The Black Sepulcher founded 24 Stardrift 93 PR")[-26:]
     assert evened("![map](a.png)") != "map"  # an embedded image is no link text
+
+
+def test_an_answer_copied_with_its_quotation_marks_or_html_reads_as_the_context_shows_it():
+    """A frontmatter link copied with its YAML quotes (`worship: "[[Malrik]]"`, a fact line "… worship Malrik" in the
+    context) and a rule's HTML (`8<sup>th</sup> level`, read "8th level") were never found (Thellade-check6's thh10
+    to thh20, 13th-Age-check5's tag31)."""
+    from datasette_okf.evaluate import evened
+
+    assert evened('worship: "[[Malrik]]"') in evened("- Vexirra worship Malrik (trust: unverified)")
+    assert evened("At 8<sup>th</sup> level, triple it.") == "at 8th level, triple it."
+    assert evened("![[Compendium/13A/Spells/Ours#^spell|Ours]]") == "ours"
