@@ -72,7 +72,7 @@ def is_date_field(key: str, value: str) -> bool:
     """A frontmatter field that says when what the note tells happened: its key says date or year, or its value is
     written as a date; never the file's bookkeeping (when it was written, checked, recapped), nor a value with no
     number in it (Thellade's festivals keep `enddate: ""`)."""
-    return (not BOOKKEEPING.search(key) and any(character.isdigit() for character in value)
+    return (not BOOKKEEPING.search(key) and _NUMBER.search(value) is not None
             and bool(DATE_KEY.search(key) or DATE_SHAPE.match(value)))
 
 

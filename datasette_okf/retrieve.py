@@ -317,8 +317,8 @@ select src, predicate, dst, kind, object_literal, date, source_id, through = 2 a
   )
   where value not like '%[[%'  -- a link is an edge, above
     and :question not like '%' || value || '%'  -- "Group 4's session": "group Group 4" says nothing
-  union all  -- every offered note's dates, whatever the question names: "Which was founded first?" and "Which
-  -- session starts earlier that day?" compare notes whose dates only their frontmatter holds (docs/design.md §6)
+  union all  -- when the question asks when, every offered note's dates, whatever their keys: "When was each
+  -- founded?" compares notes whose dates only their frontmatter holds (docs/design.md §6)
   select null, concepts.id, null, field.key, 'field', null, field.value, null, null, null, null, 0, null
   from json_each(:nodes) as offered join concepts on concepts.id = offered.value
   cross join json_each(concepts.frontmatter) as field
@@ -1488,7 +1488,7 @@ def find_facts(query: Query, nodes: list[Node], run: bool) -> list[dict[str, Any
     rows = query.run("facts", FACTS_SQL, params)
     query.know([row[end] for row in rows for end in ("src", "dst") if row[end]])
     facts = []
-    for row in _without_repeated_dates(rows):
+    for row in _without_repeated_fields(rows):
         subject = query.concepts[row["src"]]  # an offered note, or an unfilled template one of its links names
         target = query.concepts.get(row["dst"]) if row["dst"] else None
         fact = {
@@ -1504,10 +1504,11 @@ def find_facts(query: Query, nodes: list[Node], run: bool) -> list[dict[str, Any
     return facts
 
 
-def _without_repeated_dates(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The fact rows but a field a longer field of the same note already says (Thellade's `startdateshort` "01
-    Dawnmarch" and `yearnumeric` 212 beside `startdate` "01 Dawnmarch 212 PR"), and a field line twice (a date the
-    question names comes by both of FACTS_SQL's field branches)."""
+def _without_repeated_fields(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The fact rows but a field whose value a longer field of the same note holds (Thellade's `yearnumeric` 212
+    beside `startdate` "15 Sunreach 212 PR", in 16 notes; its `startdateshort` "0212.03.15 PR", the same date
+    written otherwise, still comes), and a field line twice (a date field whose key the question names comes by
+    both of FACTS_SQL's field branches)."""
     said: dict[str, list[str]] = {}
     for row in rows:
         if row["kind"] == "field":

@@ -63,6 +63,7 @@ QUESTION_ARGUMENTS = {
     "okf_coverage question": "select okf_coverage(?, 'the harbour council')",
     "okf_embed": "select okf_embed(?)",
     "okf_number_after word": "select coalesce(okf_number_after('Session 9', ?), -1)",
+    "okf_date_field key": "select okf_date_field(?, '24 Stardrift 93 PR')",
 }
 
 
@@ -79,6 +80,7 @@ NOTE_ARGUMENTS = {
     "okf_slug": "select okf_slug(?)",
     "okf_coverage text": "select okf_coverage('harbour council', ?)",
     "okf_number_after name": "select coalesce(okf_number_after(?, 'session'), -1)",
+    "okf_date_field value": "select okf_date_field('founded', ?)",
 }
 
 
