@@ -125,10 +125,11 @@ def where_answers_are(conn: Any, answers: list[str], shown: list[str], required:
     rows = conn.execute(SECTIONS_OF_SQL, {"ids": json.dumps(shown), "required": json.dumps(stems)}).fetchall()
     order = {concept_id: n for n, concept_id in enumerate(shown)}
     rows.sort(key=lambda row: order.get(row[0], len(order)))  # a note the context holds first
+    texts = [evened(row[3] or "") for row in rows]  # once a section, however many answers are looked for
     places = []
     for answer in answers:
         words = evened(answer)
-        found = next((row for row in rows if words in evened(row[3] or "")), None)
+        found = next((row for row, text in zip(rows, texts) if words in text), None)
         places.append({"answer": answer, "note": found and found[0], "title": found and found[1],
                        "section": found and found[2], "in_context": bool(found) and found[0] in order})
     return places

@@ -180,7 +180,8 @@ def test_the_last_quarter_first_shows_what_the_rest_of_the_question_asks_of_a_wa
 
 def test_a_question_that_asks_when_gets_each_factions_founding_date(vault_dbs):
     """Thellade-check7's thi26, written blind: three factions' `founded` dates sit in their frontmatter, and only the
-    first note's were shown; a field a longer one of the same note already says comes once (`startdateshort`)."""
+    first note's were shown; a field whose value a longer one of the same note holds is left out (`yearnumeric`), and
+    an empty one (`enddate: ""`) says no date."""
     from datasette_okf import context_for
 
     db = vault_dbs["thellade"][0]
