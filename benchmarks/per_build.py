@@ -51,7 +51,7 @@ def main() -> None:
     print(f"1-bit codes of {len(ids):,} chunks: {time.perf_counter() - started:.2f} s, +{after - rss:.0f} MB, "
           f"peak +{max(after_peak - max(peak, rss), 0):.0f} MB over what the process had")
 
-    width = hamming.vector_bytes(conn) // 4
+    width = hamming.vector_bytes(conn, "per_build.py") // 4
     queries = [np.random.default_rng(n).standard_normal(width).astype(np.float32).tobytes()
                for n in range(args.queries)]
     times = []

@@ -7,7 +7,7 @@ a module imports only modules above it in this list (tests/test_layers.py):
   schema markdown folder_types titles dates deadline locks   what a database is; readable text; types by folder; words; dates; deadlines; locks
   frontmatter links chunks embed vector_cache calibrate   YAML; links; chunks; embedding models; the shared vector cache; the gate's calibration
   bundle derived store                    files -> records; derived files; records -> SQLite (the build)
-  per_build graph hamming sqlfunctions    made once per build for every connection; the walk; 1-bit vector candidates; SQL functions on a connection
+  per_build graph hamming nearest sqlfunctions   made once per build for every connection; the walk; 1-bit vector candidates; exact nearest chunks; SQL functions on a connection
   options render retrieve                 ContextOptions; context text; context_for's stages
   lint evaluate notes rebuild_candidates fileback convert trigger watch   what runs over a built database or a vault
   access across metadata cells note_page answer web mcp_tools cli llm_plugin   the surfaces: several databases at once; Datasette (metadata, lint links, a concept's page), MCP, CLIs, llm

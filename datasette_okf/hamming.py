@@ -21,7 +21,7 @@ import numpy as np
 from .per_build import PerBuild, build_of
 
 
-def _state(conn: Any) -> tuple:
+def chunk_state(conn: Any) -> tuple:
     """The build, and its largest chunk id: a build still embedding commits vectors under one stamp."""
     top = conn.execute("select coalesce(max(id), 0) from chunk_floats").fetchone()[0]
     return (build_of(conn) or id(conn), top)
@@ -39,25 +39,32 @@ LOAD_BATCH = 8192  # rows read at a time into arrays made once (400,280 rows as 
 # benchmarks/per_build.py at 100k notes)
 
 
-def _load(conn: Any) -> tuple[np.ndarray, np.ndarray]:
-    count = conn.execute("select count(*) from chunks").fetchone()[0]  # at most one code a chunk; counted fast
-    cursor = conn.execute("select rowid, embedding from chunk_bits")
-    ids, packed, filled = np.zeros(count, dtype=np.int64), None, 0
+def read_blobs(conn: Any, sql: str, count: int, dtype: Any) -> tuple[np.ndarray, np.ndarray | None]:
+    """The (id, blob) rows of `sql`, at most `count`: their ids, and each blob as a row of `dtype` values (None when
+    there is no row), read LOAD_BATCH rows at a time into arrays made once."""
+    cursor = conn.execute(sql)
+    ids, values, filled = np.zeros(count, dtype=np.int64), None, 0
     while filled < count and (rows := cursor.fetchmany(min(LOAD_BATCH, count - filled))):
-        if packed is None:
-            packed = np.zeros((count, len(rows[0][1])), dtype=np.uint8)
+        if values is None:
+            values = np.zeros((count, len(rows[0][1]) // np.dtype(dtype).itemsize), dtype=dtype)
         ids[filled:filled + len(rows)] = [r[0] for r in rows]
-        packed[filled:filled + len(rows)] = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.uint8).reshape(
+        values[filled:filled + len(rows)] = np.frombuffer(b"".join(r[1] for r in rows), dtype=dtype).reshape(
             len(rows), -1)
         filled += len(rows)
+    return ids[:filled], None if values is None else values[:filled]
+
+
+def _load(conn: Any) -> tuple[np.ndarray, np.ndarray]:
+    count = conn.execute("select count(*) from chunks").fetchone()[0]  # at most one code a chunk; counted fast
+    ids, packed = read_blobs(conn, "select rowid, embedding from chunk_bits", count, np.uint8)
     if packed is None:
-        return np.zeros(0, dtype=np.int64), np.zeros((1, 0), dtype=np.uint64)
+        return ids, np.zeros((1, 0), dtype=np.uint64)
     # one row per 64-bit word, one column per chunk: each XOR/popcount pass reads contiguous memory (codes a build
     # added while we read may be left out; codes_for then does not share them, the state having changed)
-    return ids[:filled], np.ascontiguousarray(_words(packed[:filled]).T)
+    return ids, np.ascontiguousarray(_words(packed).T)
 
 
-_CODES = PerBuild(_state, _load)
+_CODES = PerBuild(chunk_state, _load)
 
 
 def codes_for(conn: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -65,28 +72,33 @@ def codes_for(conn: Any) -> tuple[np.ndarray, np.ndarray]:
     return _CODES.get(conn)
 
 
-def vector_bytes(conn: Any) -> int:
-    """The size of the database's float32 vectors: 4 × its `embedding_dimensions`."""
+def vector_bytes(conn: Any, function: str) -> int:
+    """The size of the database's float32 vectors: 4 × its `embedding_dimensions` (else an error naming `function`)."""
     row = conn.execute("select value from meta where key = 'embedding_dimensions'").fetchone()
     if not row or not int(row[0]):
-        raise ValueError("okf_hamming_candidates: this database has no vectors")
+        raise ValueError(f"{function}: this database has no vectors")
     return 4 * int(row[0])
 
 
-def hamming_candidates(conn: Any, query: bytes, count: int) -> list[int]:
-    """Ids of the `count` chunks whose sign bits differ least from those of the float32 `query`.
-
-    A query of another width would be compared bit for bit with codes it does not match, and
-    answer with arbitrary ids: it is refused."""
-    width = vector_bytes(conn)
+def checked_query(conn: Any, query: Any, function: str) -> np.ndarray:
+    """`query` as float32 values, if it is a blob as wide as the database's vectors: a query of another width would
+    be compared with vectors it does not match, and answered with arbitrary ids."""
+    width = vector_bytes(conn, function)
     if not isinstance(query, bytes) or len(query) != width:
         what = f"a blob of {len(query):,} bytes" if isinstance(query, bytes) else type(query).__name__
-        raise ValueError(f"okf_hamming_candidates: the vector must be a float32 blob of {width:,} bytes, not {what}")
+        raise ValueError(f"{function}: the vector must be a float32 blob of {width:,} bytes, not {what}")
+    return np.frombuffer(query, dtype=np.float32)
+
+
+def hamming_candidates(conn: Any, query: bytes, count: int) -> list[int]:
+    """Ids of the `count` chunks whose sign bits differ least from those of the float32 `query` (of the database's
+    width: checked_query)."""
+    values = checked_query(conn, query, "okf_hamming_candidates")
     ids, codes = codes_for(conn)
     if not len(ids) or count <= 0:
         return []
     # the bit order of sqlite-vec's vec_quantize_binary(): dimension i is bit i % 8 of byte i // 8
-    bits = _words(np.packbits(np.frombuffer(query, dtype=np.float32) > 0, bitorder="little")[None, :])[0]
+    bits = _words(np.packbits(values > 0, bitorder="little")[None, :])[0]
     # a word at a time: one XOR of every code at once was a 19 MB temporary a question at 100k notes (400,280 chunks),
     # which the allocator kept, and slower (p50 4.7-5.1 against 3.5-3.7 ms, benchmarks/per_build.py)
     distances = np.zeros(codes.shape[1], dtype=np.int32)

@@ -22,6 +22,7 @@ from .embed import EmbeddingError, canonical_id, embed_query
 from .graph import graph_expand, walk_arguments
 from .hamming import hamming_candidates
 from .markdown import slug
+from .nearest import nearest_chunks
 from .per_build import PerBuild, build_of
 from .schema import IS_LOG, MAX_FILE_BYTES, NOT_A_SOURCE, folder_of, load_sqlite_vec, stored_model
 from .titles import MAX_QUESTION, TitleIndex, carries, coverage, fts_query, names, nicknamed, number_after
@@ -184,6 +185,9 @@ def prepare_connection(conn: Any) -> None:
     def okf_hamming_candidates(vector: bytes | None, count: int = 200) -> str:
         return json.dumps([] if vector is None else hamming_candidates(conn, vector, int(count)))
 
+    def okf_nearest_chunks(vector: bytes | None, count: int = 60) -> str:
+        return json.dumps([] if vector is None else nearest_chunks(conn, vector, int(count)))
+
     register("okf_embed", (1, 2), okf_embed, ("text", MAX_QUESTION), ("model", MAX_QUESTION))
     register("okf_title_matches", (1,), okf_title_matches, ("text", MAX_QUESTION))
     register("okf_title_names", (1,), lambda text: json.dumps([{"id": concept_id, "name": name}
@@ -210,5 +214,6 @@ def prepare_connection(conn: Any) -> None:
              ("seeds", MAX_WALK_ARGUMENT), ("hops", MAX_NUMBER), ("options", MAX_WALK_ARGUMENT))
     # the vector's width is checked against the database's; a count past the collection returns all of it
     conn.create_function("okf_hamming_candidates", 2, okf_hamming_candidates)
+    conn.create_function("okf_nearest_chunks", 2, okf_nearest_chunks)
     for arity in (1, 2, 3):
         conn.create_aggregate("rrf", arity, RRF)

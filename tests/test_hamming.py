@@ -42,7 +42,7 @@ def test_codes_read_a_few_rows_at_a_time_are_every_chunks_code(campaign_db, monk
     from datasette_okf import hamming
 
     monkeypatch.setattr(hamming, "LOAD_BATCH", 7)
-    monkeypatch.setattr(hamming, "_CODES", hamming.PerBuild(hamming._state, hamming._load))  # read afresh
+    monkeypatch.setattr(hamming, "_CODES", hamming.PerBuild(hamming.chunk_state, hamming._load))  # read afresh
     conn = connection(str(campaign_db))
     ids, codes = hamming.codes_for(conn)
     rows = conn.execute("select rowid, embedding from chunk_bits").fetchall()

@@ -112,16 +112,17 @@ def test_graph_expand_takes_predicate_words_not_backtracking_patterns(conn):
     assert refused(conn, "select graph_expand(?, 2, ?)", seeds, backtracking) < QUICK
 
 
-def test_hamming_candidates_takes_only_a_vector_as_wide_as_the_databases(conn):
+@pytest.mark.parametrize("function", ["okf_hamming_candidates", "okf_nearest_chunks"])
+def test_a_vector_search_takes_only_a_vector_as_wide_as_the_databases(conn, function):
     vector = conn.execute("select okf_embed('who is the tinker?')").fetchone()[0]
     assert len(vector) == 4 * 384
-    assert len(json.loads(conn.execute("select okf_hamming_candidates(?, 5)", [vector]).fetchone()[0])) == 5
-    assert conn.execute("select okf_hamming_candidates(null, 5)").fetchone()[0] == "[]"
+    assert len(json.loads(conn.execute(f"select {function}(?, 5)", [vector]).fetchone()[0])) == 5
+    assert conn.execute(f"select {function}(null, 5)").fetchone()[0] == "[]"
     for wrong in (vector[:-4], vector + struct.pack("f", 1.0), vector[:-1], b"", b"\0" * 10_000_000):
-        refused(conn, "select okf_hamming_candidates(?, 5)", wrong)
-    refused(conn, "select okf_hamming_candidates('not a vector', 5)")
+        refused(conn, f"select {function}(?, 5)", wrong)
+    refused(conn, f"select {function}('not a vector', 5)")
     total = conn.execute("select count(*) from chunk_bits").fetchone()[0]
-    assert len(json.loads(conn.execute("select okf_hamming_candidates(?, ?)", [vector, 2**62]).fetchone()[0])) == total
+    assert len(json.loads(conn.execute(f"select {function}(?, ?)", [vector, 2**62]).fetchone()[0])) == total
 
 
 def test_rrf_takes_numbers_and_refuses_text_at_once(conn):
