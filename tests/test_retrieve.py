@@ -412,6 +412,27 @@ def test_intents():
     assert classify_intent("Tell me about gulls") == "GENERAL"
 
 
+@pytest.mark.parametrize("question", [
+    "When was the third charter ratified?", "When in the battle does she have to use the invocation?",
+    "When during my turn do I take the poison?", "Who started the Hollow Saints, when, and what drove them?",
+    "Which came first, and when?", "When's the Festival of the Lantern Tide?", "How long did the siege last?", "In what year was Boba founded?",
+])
+def test_when_asks_when_as_a_question_word(question):
+    assert classify_intent(question) == "WHEN"
+
+
+@pytest.mark.parametrize("question, intent", [
+    ("What happened when Group 3 rioted in Boba, and who was hurt?", "ENTITY"),
+    ("When my wizard takes damage, what save does she make?", "GENERAL"),
+    ("What else happens when it's hit by them?", "ENTITY"),
+    ("The party paid 8 silver marks when they arrived. What would the ship pay now?", "GENERAL"),
+])
+def test_when_that_says_on_what_occasion_asks_no_date(question, intent):
+    """Such a question got every offered note's dates as facts: a riot's question, the founding dates of Boba's
+    factions."""
+    assert classify_intent(question) == intent
+
+
 def test_hybrid_beats_plain_vector_search_on_synthesis_and_rejects_out_of_bundle(campaign_db):
     report = evaluate(campaign_db, load_golden(GOLDEN), ["hybrid", "vector:10"])
     hybrid, vector = report["modes"]["hybrid"], report["modes"]["vector:10"]
