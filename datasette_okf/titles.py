@@ -359,13 +359,17 @@ class TitleIndex:
         # a one-word name with its qualifier dropped ("Band (rock and pop)" as "band", "The Pianist (memoir)")
         # names its note only where the text capitalises it: lower case, it is the common noun the qualifier told
         # apart (hotpotqa-mini: "Which band was formed first…", 13 questions). Longer ones are names either way:
-        # "the harbour charter" is the example's "Harbour Charter (Second, 1340)".
+        # "the harbour charter" is the example's "Harbour Charter (Second, 1340)". A name that is some note's own
+        # names that note alone: Thellade's "Boba" is the city's note, not also the district template "Boba
+        # (Central)", whose 16 frontmatter links (the galaxy it is in, the ten places in it) were facts in 26
+        # development questions about the city (docs/design.md §2.1).
         self.bare: dict[tuple[str, ...], set[str]] = {}
         for tokens, ids in unqualified.items():
-            only = ids - self.by_tokens.get(tokens, set())
-            self.by_tokens[tokens] |= ids
-            if only and sum(t not in STOPWORDS for t in tokens) == 1:
-                self.bare[tokens] = only
+            if tokens in self.by_tokens:
+                continue
+            self.by_tokens[tokens] = set(ids)
+            if sum(t not in STOPWORDS for t in tokens) == 1:
+                self.bare[tokens] = ids
         self.lengths: dict[str, set[int]] = defaultdict(set)  # first token -> name lengths
         for tokens in self.by_tokens:
             self.lengths[tokens[0]].add(len(tokens))

@@ -198,3 +198,16 @@ def test_a_question_that_asks_when_gets_each_factions_founding_date(vault_dbs):
     lines = [f["text"] for f in detected["facts"] if f["subject"] == "Arcane Instability Detected"]
     assert "- Arcane Instability Detected startdate 15 Sunreach 212 PR (trust: unverified)" in lines
     assert not any("yearnumeric" in line for line in lines)  # 212, which the startdate says
+
+
+def test_a_question_about_the_city_gets_no_facts_of_its_district_template_and_no_dates_it_did_not_ask_for(vault_dbs):
+    """"What happened when Group 3 rioted in Boba, and who was hurt?" was a WHEN question, seeding the district
+    template "Boba (Central)" beside the city: 37 fact lines, the galaxy Boba (Central) is in, the ten places in it
+    and the founding dates of three factions among them (stop 47)."""
+    from datasette_okf import context_for
+
+    result = context_for(vault_dbs["thellade"][0], "What happened when Group 3 rioted in Boba, and who was hurt?")
+    assert result["nodes"][0]["title"] == "Boba"
+    assert "Boba (Central)" not in [node["title"] for node in result["nodes"]]
+    facts = [fact["text"] for fact in result["facts"]]
+    assert facts and not any("Boba (Central)" in fact or " founded " in fact for fact in facts)

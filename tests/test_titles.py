@@ -141,6 +141,17 @@ def test_a_name_is_found_without_the_qualifier_in_brackets_that_tells_it_apart()
     assert index.find("the tomb king") == []  # brackets inside a name are part of it
 
 
+def test_a_name_that_is_a_notes_own_does_not_also_name_the_notes_it_qualifies():
+    """Thellade has the city "Boba" and the district template "Boba (Central)": a question about Boba seeded both,
+    and the template's 16 frontmatter links (the galaxy it is in, the places in it) became facts of 26 development
+    questions. Written whole, the qualified name still names its note."""
+    index = TitleIndex([("city", "Boba"), ("district", "Boba (Central)"), ("band", "Marilyn Manson (band)"),
+                        ("singer", "Marilyn Manson")])
+    assert index.find("What happened when Group 3 rioted in Boba, and who was hurt?") == [("city", "boba")]
+    assert index.find("Which places are in Boba (Central)?")[0] == ("district", "boba central")
+    assert index.find("When did Marilyn Manson form?") == [("singer", "marilyn manson")]
+
+
 def test_a_nickname_in_quotes_names_its_note_alone_and_the_name_without_it_too():
     """Thellade writes 116 names with a nickname in quotes ("Bragan 'Two-Tooth' Holt"); players say "Two-Tooth",
     prose says "Bragan Holt". A possessive is no quote ("Karnak's Blade"). The question's title index
