@@ -161,21 +161,24 @@ def test_the_budgets_last_quarter_shows_more_of_a_long_notes_sections(vault_dbs,
 
 
 def test_the_last_quarter_first_shows_what_the_rest_of_the_question_asks_of_a_walked_note(vault_dbs, monkeypatch):
-    """Thellade-check's thc15, written blind: "Another faction was rumoured to be stoking the merchant tensions in
-    Boba in early Dawnmarch 212. What oath do its members swear…?" The Silver Chain comes walked from Merchant War
-    Brewing with one section, not its oath. The last quarter now first shows, of any note picked, the chunk that
-    holds the most of the question's words nothing shown holds ("oath": its Oaths)."""
+    """Thellade-check5's thg13, written blind: "The dwarf archivist Telvar Quent belongs to an old order that seals
+    away relics dug up from beneath the Isles. When was that order established…?" The Wardens of the Deep Dark come
+    walked from Telvar Quent with one section, not the one saying when. The last quarter first shows, of any note
+    picked, the chunk that holds the most of the question's words nothing shown holds ("established").
+    (Until stop 47 this was thc15's Silver Chain and its oath; without vectors, "Boba" no longer seeds the template
+    "Boba (Central)", the second round brings the Emberheart Traders, and theirs is the oath shown.)"""
     from datasette_okf import context_for, retrieve
 
     db = vault_dbs["thellade"][0]
-    question = ("Another faction was rumoured to be stoking the merchant tensions in Boba in early Dawnmarch 212. "
-                "What oath do its members swear, and what is its symbol?")
+    question = ("The dwarf archivist Telvar Quent belongs to an old order that seals away relics dug up from beneath "
+                "the Isles. When was that order established, and what is its symbol?")
+    answer = "Established in the ancient days before the Rising (3 Duskwane -342 PR)"
     result = context_for(db, question)
-    chain = next(n for n in result["nodes"] if n["title"] == "The Silver Chain")
-    assert chain["why"]["kind"] == "hop"
-    assert "Every link forged is a vow unbroken." in result["context"]
+    wardens = next(n for n in result["nodes"] if n["title"] == "The Wardens of the Deep Dark")
+    assert wardens["why"]["kind"] == "hop"
+    assert answer in result["context"]
     monkeypatch.setattr(retrieve, "show_the_rest_of_the_question", lambda question, picked, rest, parts, used, budget: used)
-    assert "Every link forged is a vow unbroken." not in context_for(db, question)["context"]  # before
+    assert answer not in context_for(db, question)["context"]  # before
 
 
 def test_a_question_that_asks_when_gets_each_factions_founding_date(vault_dbs):
