@@ -81,7 +81,7 @@ FTS_SQL = """select id, row_number() over (order by score) as rank, score from (
   order by best.score limit :k)"""
 # The nearest chunks by cosine distance: okf_nearest_chunks() scans the float vectors held in memory (nearest.py);
 # `select rowid, distance from chunk_vectors where embedding match okf_embed(:question) and k = :vector_k` (vec0)
-# gives the same rows, at 1.6-1.9 ms a question on the Thellade vault against 0.1 ms.
+# gives the same rows, at 1.6-2.0 ms a question on the Thellade vault against 0.34 ms (docs/design.md §2.3).
 VECTOR_SQL = """select chunks.concept_id as id,
   row_number() over (order by min(knn.distance)) as rank,
   1 - min(knn.distance) as similarity,
