@@ -1498,7 +1498,7 @@ def find_facts(query: Query, nodes: list[Node], run: bool) -> list[dict[str, Any
     rows = query.run("facts", FACTS_SQL, params)
     query.know([row[end] for row in rows for end in ("src", "dst") if row[end]])
     facts = []
-    for row in _without_repeated_fields(rows):
+    for row in _without_repeats(rows):
         subject = query.concepts[row["src"]]  # an offered note, or an unfilled template one of its links names
         target = query.concepts.get(row["dst"]) if row["dst"] else None
         fact = {
@@ -1514,23 +1514,27 @@ def find_facts(query: Query, nodes: list[Node], run: bool) -> list[dict[str, Any
     return facts
 
 
-def _without_repeated_fields(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _without_repeats(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The fact rows but a field whose value a longer field of the same note holds (Thellade's `yearnumeric` 212
     beside `startdate` "15 Sunreach 212 PR", in 16 notes; its `startdateshort` "0212.03.15 PR", the same date
-    written otherwise, still comes), and a field line twice (a date field whose key the question names comes by
-    both of FACTS_SQL's field branches)."""
+    written otherwise, still comes), and any line a second time: a date field whose key the question names comes by
+    both of FACTS_SQL's field branches, and the first note's link to a template the question is about by its own
+    links and the template's ("Bren Dault location The Velvet Lantern", twice in "Which NPCs work at the Velvet
+    Lantern?": 21 repeated lines in 18 development contexts)."""
     said: dict[str, list[str]] = {}
     for row in rows:
         if row["kind"] == "field":
             said.setdefault(row["src"], []).append(str(row["object_literal"]))
     kept, seen = [], set()
     for row in rows:
+        line = (row["src"], row["predicate"], row["dst"] or str(row["object_literal"]), row["date"])  # as it reads
+        if line in seen:
+            continue
         if row["kind"] == "field":
             value = str(row["object_literal"])
-            if (row["src"], row["predicate"], value) in seen or \
-                    any(value in other and value != other for other in said[row["src"]]):
+            if any(value in other and value != other for other in said[row["src"]]):
                 continue
-            seen.add((row["src"], row["predicate"], value))
+        seen.add(line)
         kept.append(row)
     return kept
 

@@ -214,3 +214,16 @@ def test_a_question_about_the_city_gets_no_facts_of_its_district_template_and_no
     assert "Boba (Central)" not in [node["title"] for node in result["nodes"]]
     facts = [fact["text"] for fact in result["facts"]]
     assert facts and not any("Boba (Central)" in fact or " founded " in fact for fact in facts)
+
+
+def test_no_fact_line_comes_twice(vault_dbs):
+    """The first note's link to a template the question is about came by its own links and by the template's:
+    "Sella location The Velvet Lantern" twice in "Which NPCs work at the Velvet Lantern?" (21 repeated lines in 18
+    development contexts, stop 47)."""
+    from datasette_okf import context_for
+
+    result = context_for(vault_dbs["thellade"][0], "Which NPCs work at the Velvet Lantern?")
+    lines = [fact["text"] for fact in result["facts"]]
+    assert len(lines) >= 5 and len(lines) == len(set(lines))
+    assert sum(line.count(" location The Velvet Lantern ") for line in result["context"].splitlines()) == len(
+        [line for line in lines if " location The Velvet Lantern " in line])
