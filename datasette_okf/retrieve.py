@@ -1795,6 +1795,7 @@ def fill_budget(question: str, nodes: list[Node], chunks: dict[str, list[dict[st
     picked, parts, kept_facts, rest = [], {}, [], {}
     cut = None  # the first node that did not fit whole: (node, header, its chunk, its facts, their cost)
     aside = None  # the first note the graph added that did not fit, as `cut`
+    said: set[str] = set()  # the texts of the chunks shown: none comes twice (_said)
 
     def take(node: Node, header: str, shown: str, own_facts: list[dict[str, Any]], later: list[dict[str, Any]],
              at: int | None = None) -> None:
@@ -1802,11 +1803,17 @@ def fill_budget(question: str, nodes: list[Node], chunks: dict[str, list[dict[st
         picked.insert(len(picked) if at is None else at, node)
         kept_facts.extend(own_facts)
         parts[node.id], rest[node.id] = ["\n".join([header] + ([shown] if shown else []))], later
+        note_said(node.id)
+
+    def note_said(node_id: str) -> None:
+        """The texts of `node_id`'s chunks its block shows now, whole: said."""
+        shown = "\n".join(parts[node_id])
+        said.update(text for piece in chunks.get(node_id, []) if (text := _said(piece)) and text in shown)
 
     for node in ordered:
         if len(picked) >= most:
             break
-        pieces = chunks.get(node.id, [])
+        pieces = [piece for piece in chunks.get(node.id, []) if _said(piece) not in said]
         if node.anchor:  # an anchored link arrives at its section
             pieces = sorted(pieces, key=lambda c: slug(own_heading(c.get("heading"))) != slug(node.anchor))
         own_facts = facts_of.get(node.id, [])
@@ -1835,6 +1842,8 @@ def fill_budget(question: str, nodes: list[Node], chunks: dict[str, list[dict[st
             used += estimate_tokens(header + "\n") + facts_cost + estimate_tokens(start)
             take(replace(node, cut=True), header, start, own_facts, [])
     used = show_the_rest_of_the_question(question, picked, rest, parts, used, budget)
+    for node in picked:
+        note_said(node.id)
     if aside:  # at its place in the order: whole if it still fits, else cut
         node, header, first, own_facts, facts_cost = aside
         whole = used + estimate_tokens(header + "\n" + first) + facts_cost <= budget
@@ -1846,9 +1855,35 @@ def fill_budget(question: str, nodes: list[Node], chunks: dict[str, list[dict[st
                  at=sum(place[p.id] < place[node.id] for p in picked))
     seeds = [node for node in picked if node.is_seed]  # each seed's next nearest chunk, in turn
     add_in_turns([parts[node.id] for node in seeds],
-                 [[chunk_block(piece) if piece["text"] else None for piece in rest[node.id]] for node in seeds],
+                 [[chunk_block(piece) if piece else None for piece in queue]
+                  for queue in _first_sayings([rest[node.id] for node in seeds], said)],
                  used, budget)
     return picked, [parts[n.id] for n in picked], kept_facts
+
+
+# A context says each chunk's text once: 13th Age's feat lists hold each feat's tiers word for word, as the feat's
+# own note does ("Adventurer Tier: You get additional hit points equal to…" under Toughness in both), and Thellade's
+# session notes share a prep checklist. A chunk whose text the context shows already, under any heading, is passed
+# over and the note's next nearest comes instead: 39 of the 1,424 development contexts showed one twice (~3,300
+# tokens in all; docs/design.md §7.1).
+def _said(chunk: dict[str, Any]) -> str:
+    """What a chunk says, headings aside: the same text under two headings says it twice."""
+    return chunk["text"].strip()
+
+
+def _first_sayings(queues: list[list[dict[str, Any]]], said: set[str]) -> list[list[dict[str, Any] | None]]:
+    """The seeds' queues of further chunks, taken in turns (render.add_in_turns), with None for each chunk empty,
+    said already, or said by a queue earlier in the turns."""
+    out: list[list[dict[str, Any] | None]] = [list(queue) for queue in queues]
+    for turn in range(max(map(len, out), default=0)):
+        for queue in out:
+            piece = queue[turn] if turn < len(queue) else None
+            if piece is not None:
+                if not piece["text"] or _said(piece) in said:
+                    queue[turn] = None
+                else:
+                    said.add(_said(piece))
+    return out
 
 
 def show_the_rest_of_the_question(question: str, picked: list[Node], rest: dict[str, list[dict[str, Any]]],

@@ -216,6 +216,20 @@ def test_a_question_about_the_city_gets_no_facts_of_its_district_template_and_no
     assert facts and not any("Boba (Central)" in fact or " founded " in fact for fact in facts)
 
 
+def test_no_chunk_text_comes_twice(vault_dbs):
+    """13th Age's General Feats list holds the Toughness feat's tiers word for word, as the feat's own note does: both
+    were shown, the list's under "General Feats > Toughness" (39 of 1,424 development contexts repeated a chunk). The
+    list now shows another of its sections, and the feat's tiers come once, all three of them."""
+    from datasette_okf import context_for
+
+    context = context_for(vault_dbs["13th-age"][0], "My fighter took the Toughness feat at 1st level. How many extra "
+                                                     "hit points does it give her then, after reaching 5th level, and "
+                                                     "after reaching 8th?")["context"]
+    assert context.count("You get additional hit points equal to half your baseline class hit points") == 1
+    assert "At 5th level, the total hp bonus increases" in context and "At 8th level" in context
+    assert "### General-Feats (" in context and "#### General Feats > Toughness" not in context
+
+
 def test_no_fact_line_comes_twice(vault_dbs):
     """The first note's link to a template the question is about came by its own links and by the template's:
     "Sella location The Velvet Lantern" twice in "Which NPCs work at the Velvet Lantern?" (21 repeated lines in 18

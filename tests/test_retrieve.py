@@ -1860,6 +1860,29 @@ def test_a_context_that_sets_a_walked_note_aside_holds_one_note_fewer_than_the_m
     assert len(fill_budget("Which note?", nodes, chunks, [], 3000)[0]) == MAX_NOTES  # room for all: nothing aside
 
 
+def test_a_context_shows_each_chunk_text_once_and_the_note_repeating_it_shows_its_next_chunk():
+    """A feat list holds a feat's text word for word, under another heading; two notes share a checklist. What the
+    context shows already is passed over: the list shows its next section, and the seeds' further sections, taken in
+    turns, do not bring the checklist a second time."""
+    from datasette_okf.retrieve import fill_budget
+
+    feat, feats, session = (_offered("Toughness", 0.9, "seed"), _offered("General Feats", 0.8, "seed"),
+                            _offered("Session 2", 0.7, "seed"))
+    tiers = "Adventurer Tier: you get additional hit points equal to half your baseline."
+    checklist = "- [x] Last session notes reviewed\n- [x] Maps ready"
+    chunks = {"Toughness": [{"text": tiers, "heading": "Toughness"}, {"text": checklist, "heading": "Prep"}],
+              "General Feats": [{"text": tiers, "heading": "General Feats > Toughness"},
+                                {"text": "Strong Recovery: reroll one of the recovery dice.", "heading": "Recovery"}],
+              "Session 2": [{"text": "The party reached the harbour.", "heading": "Recap"},
+                            {"text": checklist, "heading": "Prep"}]}
+    picked, blocks, _ = fill_budget("How much does Toughness give?", [feat, feats, session], chunks, [], 3000)
+    context = "\n".join("\n".join(block) for block in blocks)
+    assert [n.id for n in picked] == ["Toughness", "General Feats", "Session 2"]
+    assert context.count(tiers) == 1 and "General Feats > Toughness" not in context
+    assert "Strong Recovery" in "\n".join(blocks[1])
+    assert context.count("Last session notes reviewed") == 1 and "harbour" in context
+
+
 def test_at_equal_score_the_walked_note_nearer_the_question_is_packed_first():
     """Walked scores are a seed's fused score halved per better note walked from it, so they tie exactly across seeds
     (1/61 halved once is 2/61 halved twice): 13th-Age-check6's tah25 had the Demon note, the weak seed Glabrezou's
