@@ -700,9 +700,9 @@ def _file_name(path: str) -> str:
 
 
 UNKNOWN_NAMES_SQL = """
--- the question's proper names that no note contains: it is about something else (docs/design.md §3)
+-- the question's proper names that no note contains: it is about something else (docs/design.md §3.2)
 select value as name from json_each(okf_names(:question))
-where not exists (select 1 from concepts_fts where concepts_fts match '"' || value || '"')
+where not exists (select 1 from concepts_fts where concepts_fts match okf_name_match(value))
 """
 
 

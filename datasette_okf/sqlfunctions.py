@@ -25,7 +25,18 @@ from .markdown import slug
 from .nearest import nearest_chunks
 from .per_build import PerBuild, build_of
 from .schema import IS_LOG, MAX_FILE_BYTES, NOT_A_SOURCE, folder_of, load_sqlite_vec, stored_model
-from .titles import MAX_QUESTION, TitleIndex, carries, coverage, fts_query, names, nicknamed, number_after
+from .titles import (
+    MAX_QUESTION,
+    TitleIndex,
+    carries,
+    coverage,
+    fts_query,
+    name_match,
+    name_runs,
+    names,
+    nicknamed,
+    number_after,
+)
 
 MAX_NOTE = MAX_FILE_BYTES  # characters: the largest text a build stores (okf_slug and okf_coverage read them)
 MAX_WALK_ARGUMENT = 1024 * 1024  # characters of graph_expand's seeds or options JSON: 100 ids, or the tie_ranks
@@ -196,7 +207,9 @@ def prepare_connection(conn: Any) -> None:
     register("okf_common_name", (1,), okf_common_name, ("name", MAX_QUESTION))
     register("okf_dated_notes", (1,), okf_dated_notes, ("question", MAX_QUESTION))
     register("okf_fts_query", (1,), lambda text: fts_query(as_text(text)), ("text", MAX_QUESTION), deterministic=True)
-    register("okf_names", (1,), lambda text: json.dumps(names(as_text(text))), ("text", MAX_QUESTION),
+    register("okf_names", (1,), lambda text: json.dumps(names(as_text(text)) + name_runs(as_text(text))),
+             ("text", MAX_QUESTION), deterministic=True)
+    register("okf_name_match", (1,), lambda name: name_match(as_text(name)), ("text", MAX_QUESTION),
              deterministic=True)
     register("okf_coverage", (2,), lambda question, text: coverage(as_text(question), as_text(text)),
              ("question", MAX_QUESTION), ("text", MAX_NOTE), deterministic=True)

@@ -162,6 +162,49 @@ def names(text: str) -> list[str]:
     return list(found)
 
 
+
+def name_runs(text: str) -> list[str]:
+    """The names of several words `text` writes: runs of capitalised words one space apart that do not start a
+    sentence ("Action Surge", "Mage Armor"), ended by a possessive ("Keith Baker's Eberron": "Keith Baker"), without
+    stopwords, months or weekdays at either end; in order, each once. Each word may be known and the name not: 13th
+    Age writes "action" and "surge", never "Action Surge" (docs/design.md §3.2)."""
+    found: dict[str, None] = {}
+    run: list[str] = []
+    end = 0  # where the last word ended: a run's words are one space apart
+
+    def close() -> None:
+        while run and (run[0].casefold() in STOPWORDS or run[0].casefold() in _CALENDAR):
+            run.pop(0)
+        while run and (run[-1].casefold() in STOPWORDS or run[-1].casefold() in _CALENDAR):
+            run.pop()
+        if len(run) >= 2:
+            found.setdefault(" ".join(run))
+        run.clear()
+
+    for match in _CAPITALISED.finditer(text):
+        word = match[0]
+        before = text[: match.start()].rstrip(" \t\n\"'“‘([")
+        if text[end:match.start()] != " ":
+            close()
+        end = match.end()
+        if not word[0].isupper() or not before or before[-1] in _SENTENCE_END:
+            close()
+            continue
+        own = re.sub(r"['’]s$", "", word)
+        run.append(own)
+        if own != word:
+            close()
+    close()
+    return list(found)
+
+
+def name_match(name: str) -> str:
+    """The FTS5 query that finds `name` in a note: a word as a phrase; a name of several words as any two of its words
+    side by side ("Queensland Senator Australian": "Queensland Senator" will do), so that a run the question writes
+    of a name and the next capitalised word is not a name no note has."""
+    pairs = [" ".join(pair) for pair in zip(name.split()[:-1], name.split()[1:])] or [name]
+    return " OR ".join('"' + pair.replace('"', '""') + '"' for pair in pairs)
+
 MAX_NUMBERED = 16  # pairs read from one question: a question names a few sessions, not hundreds
 # "session 9", "sessions 6, 7 and 9", "chapter 12 to chapter 14": a word of at least three letters, then numbers
 _NUMBERED = re.compile(r"\b([^\W\d_]{3,})\s+(\d{1,6}(?:\s*(?:,|and|or|to|&|-|–)\s*\d{1,6})*)(?!\w)", re.IGNORECASE)

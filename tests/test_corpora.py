@@ -216,6 +216,22 @@ def test_a_question_about_the_city_gets_no_facts_of_its_district_template_and_no
     assert facts and not any("Boba (Central)" in fact or " founded " in fact for fact in facts)
 
 
+def test_a_name_of_several_words_no_note_writes_is_out_of_the_bundle_though_each_word_is_in_it(vault_dbs):
+    """Questions about another game's rules name a feature the rulebook lacks, in words it uses: 13th Age writes
+    "action" and "surge", "hellish" and "rebuke", never "Action Surge" or "Hellish Rebuke". A name written next to a
+    word the notes write elsewhere ("Dwarf Cleric") still stands when the question names a title so."""
+    from datasette_okf import context_for
+
+    db = vault_dbs["13th-age"][0]
+    for question, name in [("How often can my 13th Age fighter use Action Surge, and what does it do?", "Action Surge"),
+                           ("How much damage does my tiefling's Hellish Rebuke reaction deal?", "Hellish Rebuke")]:
+        result = context_for(db, question)
+        assert not result["confident"] and result["reason"] == f"the question names {name}, which no note mentions"
+    for question in ["Can a Dwarf Cleric use Heavy Armor?", "What does the Fighter's Heavy Blows talent do?",
+                     "How do Icon Relationship Dice work?"]:
+        assert context_for(db, question)["confident"], question
+
+
 def test_no_chunk_text_comes_twice(vault_dbs):
     """13th Age's General Feats list holds the Toughness feat's tiers word for word, as the feat's own note does: both
     were shown, the list's under "General Feats > Toughness" (39 of 1,424 development contexts repeated a chunk). The

@@ -60,6 +60,8 @@ QUESTION_ARGUMENTS = {
     "okf_title_names": "select okf_title_names(?)",
     "okf_common_name": "select okf_common_name(?)",
     "okf_fts_query": "select okf_fts_query(?)",
+    "okf_names": "select okf_names(?)",
+    "okf_name_match": "select okf_name_match(?)",
     "okf_coverage question": "select okf_coverage(?, 'the harbour council')",
     "okf_embed": "select okf_embed(?)",
     "okf_number_after word": "select coalesce(okf_number_after('Session 9', ?), -1)",

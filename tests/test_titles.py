@@ -12,6 +12,8 @@ from datasette_okf.titles import (
     fts_query,
     held,
     kinds_asked,
+    name_match,
+    name_runs,
     names,
     nicknamed,
     number_after,
@@ -223,6 +225,20 @@ def test_names_are_the_capitalised_words_that_do_not_start_a_sentence():
     assert names('In "Bon Cop, Bad Cop", did Hugo Rodríguez-Romero play?') == ["Bon", "Cop", "Bad", "Hugo", "Rodríguez", "Romero"]
     assert names("Is it GA4's table, or O'Neill's, or the DM's?") == ["GA4", "Neill"]  # 3+ letters, no stopwords
     assert names("What changed on 30 June 2026, a Monday?") == []  # notes write dates as numbers
+
+
+def test_names_of_several_words_are_runs_of_capitalised_words_a_possessive_ends():
+    assert name_runs("How often can my 13th Age fighter use Action Surge, and when?") == ["Action Surge"]
+    assert name_runs("Keith Baker's Eberron article contrasts Keeper Jaela with The Pactbound Flame") == [
+        "Keeper Jaela", "Pactbound Flame"]  # "Keith" starts the sentence; "The" is a stopword
+    assert name_runs("Did the Boba Port Authority act on Monday? Mother Risa knows") == ["Boba Port Authority"]
+    assert name_runs("Group 3 met the Silent  Echos in Boba, Kanda") == []  # a number, two spaces, a comma
+
+
+def test_a_name_of_several_words_is_found_by_any_two_of_its_words_side_by_side():
+    assert name_match("Snowflake") == '"Snowflake"'
+    assert name_match("Action Surge") == '"Action Surge"'
+    assert name_match("Queensland Senator Australian") == '"Queensland Senator" OR "Senator Australian"'
 
 
 def test_a_question_names_series_members_by_word_and_number():
