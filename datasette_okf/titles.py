@@ -162,7 +162,6 @@ def names(text: str) -> list[str]:
     return list(found)
 
 
-
 def name_runs(text: str) -> list[str]:
     """The names of several words `text` writes: runs of capitalised words one space apart that do not start a
     sentence ("Action Surge", "Mage Armor"), ended by a possessive ("Keith Baker's Eberron": "Keith Baker"), without
@@ -204,6 +203,7 @@ def name_match(name: str) -> str:
     of a name and the next capitalised word is not a name no note has."""
     pairs = [" ".join(pair) for pair in zip(name.split()[:-1], name.split()[1:])] or [name]
     return " OR ".join('"' + pair.replace('"', '""') + '"' for pair in pairs)
+
 
 MAX_NUMBERED = 16  # pairs read from one question: a question names a few sessions, not hundreds
 # "session 9", "sessions 6, 7 and 9", "chapter 12 to chapter 14": a word of at least three letters, then numbers
