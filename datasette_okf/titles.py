@@ -11,7 +11,7 @@ import functools
 import itertools
 import re
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 MAX_QUESTION = 2000  # characters: the longest question the JSON API, MCP and the SQL functions take
@@ -145,17 +145,21 @@ _CALENDAR = frozenset([  # capitalised, yet not names: notes write dates as numb
 ])
 
 
+def _names_written(text: str) -> Iterator[re.Match[str]]:
+    """The capitalised words of `text` that do not start a sentence: the names it writes, one word each."""
+    for match in _CAPITALISED.finditer(text):
+        before = text[: match.start()].rstrip(" \t\n\"'“‘([")
+        if match[0][0].isupper() and before and before[-1] not in _SENTENCE_END:
+            yield match
+
+
 def names(text: str) -> list[str]:
     """The capitalised words of `text` that do not start a sentence — the proper names it uses ("Snowflake",
     "Ethereum", "Sistine") — split at hyphens and apostrophes, each at least 3 letters, no stopwords, months or
     weekdays, in order, each once. The confidence gate asks the bundle whether it knows them (docs/design.md §3)."""
     found: dict[str, None] = {}
-    for match in _CAPITALISED.finditer(text):
-        word = match[0]
-        before = text[: match.start()].rstrip(" \t\n\"'“‘([")
-        if not word[0].isupper() or not before or before[-1] in _SENTENCE_END:
-            continue
-        for part in re.split(r"[-'’]", word):
+    for match in _names_written(text):
+        for part in re.split(r"[-'’]", match[0]):
             folded = part.casefold()
             if len(part) >= 3 and folded not in STOPWORDS and folded not in _CALENDAR and not part.isdigit():
                 found.setdefault(part)
@@ -180,18 +184,13 @@ def name_runs(text: str) -> list[str]:
             found.setdefault(" ".join(run))
         run.clear()
 
-    for match in _CAPITALISED.finditer(text):
-        word = match[0]
-        before = text[: match.start()].rstrip(" \t\n\"'“‘([")
+    for match in _names_written(text):  # a word between two of them leaves more than a space
         if text[end:match.start()] != " ":
             close()
         end = match.end()
-        if not word[0].isupper() or not before or before[-1] in _SENTENCE_END:
-            close()
-            continue
-        own = re.sub(r"['’]s$", "", word)
+        own = re.sub(r"['’]s$", "", match[0])
         run.append(own)
-        if own != word:
+        if own != match[0]:
             close()
     close()
     return list(found)
