@@ -31,6 +31,9 @@ vectors), then runs `datasette_okf.evaluate` on it. The sets:
   stop 42's final code before any question was read
 - thellade-check8, 13th-age-check8: 40 more each, the same tiers, written the same way at stop 44 and run once on
   that stop's code of the moment (73c1065) before any question was read
+- thellade-sets, 13th-age-sets: 20 each (16 synthesis questions asking for a set of 2-8 notes, all of them required,
+  defined in the vault by tags, by folder or by a link or property, about a third each; 4 out-of-bundle sets in the
+  vault's words), written the same way at stop 49 and run on stop 48's code before any question was read
 
 musique-mini is the held-out test set: this script never touches it.
 """
@@ -75,12 +78,14 @@ def sets(shared: Path) -> dict[str, tuple[list[Path], list[dict], dict]]:
         "hotpotqa-mentions": ([corpora / "hotpotqa-mini" / "notes"], hotpotqa, {"link_mentions": True}),
         **{f"{vault}-check{round_}": ([corpora / folder / "vault"], golden(f"check/{vault}-check{round_}"), {})
            for round_ in CHECK_ROUNDS for vault, folder in VAULTS.items()},
+        **{f"{vault}-sets": ([corpora / folder / "vault"], golden(f"check/{vault}-sets"), {})
+           for vault, folder in VAULTS.items()},
     }
 
 
 def vault_of(name: str) -> str:
-    """The set whose database a set reads: "thellade-check2" asks "thellade"."""
-    return name.split("-check")[0]
+    """The set whose database a set reads: "thellade-check2" and "thellade-sets" ask "thellade"."""
+    return name.split("-check")[0].removesuffix("-sets")
 
 
 def golden(name: str) -> list[dict]:
