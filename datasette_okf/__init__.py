@@ -4,7 +4,7 @@ The hooks below only wire things together; each concern lives in its own module.
 Code map, in data-flow order (files -> records -> SQLite -> queries -> context -> surfaces);
 a module imports only modules above it in this list (tests/test_layers.py):
 
-  schema markdown folder_types titles dates deadline locks   what a database is; readable text; types by folder; words; dates; deadlines; locks
+  schema markdown folder_types titles categories dates deadline locks   what a database is; readable text; types by folder; words; the tags and folders a question names; dates; deadlines; locks
   frontmatter links chunks embed vector_cache calibrate   YAML; links; chunks; embedding models; the shared vector cache; the gate's calibration
   bundle derived store                    files -> records; derived files; records -> SQLite (the build)
   per_build graph hamming nearest sqlfunctions   made once per build for every connection; the walk; 1-bit vector candidates; exact nearest chunks; SQL functions on a connection

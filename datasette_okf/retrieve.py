@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 
 import sqlite_utils
 
+from .categories import asks_which
 from .chunks import own_heading
 from .embed import EmbeddingError, canonical_id, embed_query
 from .graph import WalkOptions
@@ -414,6 +415,7 @@ class Query:
     sql: dict[str, str] = field(default_factory=dict)
     params: dict[str, dict[str, Any]] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
+    categories: list[dict[str, Any]] | None = None  # category_notes, once read
 
     @property
     def uses_vectors(self) -> bool:
@@ -505,6 +507,8 @@ class Node:
             return f"series: {ASKED_ROLES[why['role']]}, in the series of {why['after']}"
         if why["kind"] == "numbered":
             return f"named by the question: {why['name']}"
+        if why["kind"] == "category":
+            return "category: " + ", ".join(why["named"])
         if why["kind"] == "series":
             return "series: " + ", ".join(f"{side} {why[side]}" for side in ("after", "before") if why[side])
         text = found_in(why)
@@ -565,6 +569,8 @@ def context_and_blocks(db: Any, question: str, options: ContextOptions | None = 
             nodes += _timed(query, "linked_walk", walk_from_guesses, query, fused, guesses, nodes)
     if confident and nodes:
         nodes += _timed(query, "series", series, query, nodes)
+    if confident:  # the notes of a set the question asks for may be all that is found ("Who are the lieutenants?")
+        nodes += _timed(query, "categories", categories, query, nodes)
     facts = find_facts(query, nodes, run=confident)
     if facts:
         nodes += templates_read_through(query, nodes, facts)
@@ -633,6 +639,9 @@ def gate(query: Query, fused: list[dict[str, Any]]) -> tuple[bool, str]:
         return False, f"the question names {', '.join(unknown)}, which no note mentions"
     if dated:  # "What happened on 13 March 1347?": the session dated so, as a title would name it (§2.9)
         return True, "the question names a date notes are dated at"
+    members = category_notes(query)
+    if members:  # "Which player characters are in Group 3?": the notes tagged so, as a title names a note (§5.13)
+        return True, f"the question names a set of {len(members)} notes: {', '.join(json.loads(members[0]['named']))}"
     options = query.options
     if keyword:
         texts = query.conn.execute(
@@ -1400,6 +1409,89 @@ def named_by_number(query: Query, nodes: list[Node]) -> list[Node]:
                 added[concept_id] = Node(query.concepts[concept_id], wanted,
                                          {"kind": "numbered", "name": f"{word} {number} (with {whose} in its name)"})
     return list(added.values())
+
+
+# A question that asks who or which of many names the categories its answer is (categories.py): the notes holding one
+# of each named category's tags (or a tag nested below it: `13A/Bestiary` holds `13A/Bestiary/Humanoid`, as Obsidian
+# nests them) or lying under one of its folders. "Who are the player characters in Group 6?" is Thellade's six notes
+# tagged Character, Player and Group6; "Who are Orcus' lieutenants?" the six in `02c Orcus' Lieutenants`; no title,
+# chunk or link of the notes found names them (docs/design.md §5.13). A set is asked for by a list question, or by
+# "which" of a category written in the plural ("Which red dragons…"). The category asked which of
+# (else the one of fewest notes) is read, its folders by id range and its tags through FTS5's tags column; of its
+# notes, those holding the most of the named categories are the set, since a question names the set's own categories
+# and others it is about ("What eras make up Thellade's calendar history?": the eras are in the calendar, not in
+# Thellade's folders). A set of more than CATEGORY_MOST notes says little about which: none is added.
+CATEGORY_SQL = """with named as materialized (
+  select key, value as category, json_extract(value, '$.asked') as asked
+  from json_each(okf_categories_named(:question))
+),
+driving as materialized (  -- when a set is asked for: the category asked which of, else the one of fewest notes
+  select category from named
+  where :list_question or exists (select 1 from named where asked)
+  order by asked desc, json_extract(category, '$.notes') limit 1
+),
+candidates as (  -- its notes: under its folders (an id range), holding its tags (FTS5's tags column)
+  select concepts.id from driving, json_each(driving.category, '$.folders') as folder
+  join concepts on concepts.id > folder.value || '/' and concepts.id < folder.value || '0'
+  union
+  select concepts.id from concepts_fts join concepts on concepts.rowid = concepts_fts.rowid
+  where concepts_fts match coalesce((select 'tags : (' || (
+      select group_concat('"' || replace(tag.value, '"', '""') || '"', ' OR ')
+      from json_each(driving.category, '$.tags') as tag) || ')' from driving), '""')
+),
+holding as materialized (  -- the named categories each holds: one of the tags, or one nested below it; or a folder
+  select concepts.id, named.key, named.asked from candidates join concepts on concepts.id = candidates.id
+  join named on exists (
+      select 1 from json_each(concepts.tags) as held join json_each(named.category, '$.tags') as wanted
+      on held.value = wanted.value or substr(held.value, 1, length(wanted.value) + 1) = wanted.value || '/')
+    or exists (select 1 from json_each(named.category, '$.folders') as folder
+               where substr(concepts.id, 1, length(folder.value) + 1) = folder.value || '/')
+  where not concepts.is_index
+),
+counted as (
+  select id, count(*) as holds from holding group by id
+  having sum(asked) = (select count(*) from named where asked)  -- every category asked which of
+),
+members as materialized (  -- those holding the most named categories: two at least, when two are named and none
+  select id from counted  -- is asked which of (an unasked one may only be what the question is about)
+  where holds = (select max(holds) from counted)
+    and (holds >= min(2, (select count(*) from named)) or exists (select 1 from named where asked))
+  order by id limit cast(:most as integer) + 1
+)
+select id, (select json_group_array(json_extract(category, '$.label')) from named
+            where key in (select key from holding where holding.id = members.id)) as named
+from members
+where (select count(*) from members) between 2 and cast(:most as integer)
+order by id"""
+CATEGORY_MOST = 8  # notes in a set the context lists: more, and the rest of the question finds no room
+
+
+def category_notes(query: Query) -> list[dict[str, Any]]:
+    """The notes of the categories a question that asks who or which of many names (CATEGORY_SQL), read once:
+    evidence for the gate, and the category stage's notes."""
+    if query.categories is None:
+        query.categories = query.run("categories", CATEGORY_SQL, {
+            "question": query.question, "most": CATEGORY_MOST, "list_question": int(asks_for_list(query.question))
+        }) if asks_which(query.question) else []
+        query.know([row["id"] for row in query.categories])
+    return query.categories
+
+
+def categories(query: Query, nodes: list[Node]) -> list[Node]:
+    """3c. The notes of the categories a question that asks who or which of many names, right after the strongest
+    note found (as a note named by number comes): one already offered rises there."""
+    rows = category_notes(query)
+    if not rows:
+        return []
+    wanted = round(max((n.score for n in nodes), default=1 / (RRF_K + 1)) * SERIES_SHARE, 6)
+    offered = {n.id: n for n in nodes}
+    added = []
+    for row in rows:
+        if row["id"] in offered:
+            offered[row["id"]].score = max(offered[row["id"]].score, wanted)
+        else:
+            added.append(Node(query.concepts[row["id"]], wanted, {"kind": "category", "named": json.loads(row["named"])}))
+    return _marked_stale(query, added)
 
 
 def _lift_named(nodes: list[Node], found: list[dict[str, Any]]) -> None:

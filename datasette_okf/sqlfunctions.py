@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable
 from typing import Any
 
+from .categories import CategoryIndex, category_words
 from .dates import DatedNotes, dated_notes, is_date_field, notes_dated
 from .embed import EmbeddingError, canonical_id, embed_query
 from .graph import graph_expand, walk_arguments
@@ -124,6 +126,19 @@ def dated_index(conn: Any) -> DatedNotes:
 DATED_INDEXES = PerBuild(build_of, dated_index)
 
 
+def category_index(conn: Any) -> CategoryIndex:
+    """Every tag and folder of the notes that can be a seed (categories.py): a list question may name them."""
+    tags = (tag for _, tag in conn.execute(
+        "select distinct concepts.id, tag.value from concepts, json_each(concepts.tags) as tag"
+        " where not concepts.is_index and tag.type = 'text'"))
+    folders = (concept_id.rsplit("/", 1)[0] for (concept_id,) in conn.execute(
+        "select id from concepts where not is_index"))
+    return CategoryIndex(tags, folders)
+
+
+CATEGORY_INDEXES = PerBuild(build_of, category_index)
+
+
 COMMON_NAME_SHARE = 1 / 3  # of the notes: a name used this widely is one of the bundle's ordinary words
 COMMON_NAME_NOTES = 50  # and by at least this many: a small campaign names its hero in most notes, still a name
 
@@ -182,6 +197,19 @@ def prepare_connection(conn: Any) -> None:
         index = current("dated", lambda: DATED_INDEXES.get(conn))
         return json.dumps([{"id": concept_id, "score": round(score, 6)} for concept_id, score in notes_dated(text, index)])
 
+    def okf_categories_named(question: Any) -> str:
+        """A category said as a title the question names is that note, unless the question asks which of a category:
+        "Which colours belong to Aurion?" asks of the god, not of the folder of his temples; "What special actions can
+        you take?" of the folder `Special-Actions` beside its note of that title, "Which kobolds are mooks?" of the
+        kobolds tagged `Role/Mook`, whatever the note "Mooks" says."""
+        text = as_text(question)
+        named = current("categories", lambda: CATEGORY_INDEXES.get(conn)).named(text)
+        if not any(category["asked"] for category in named):
+            titles = {category_words(re.sub(r"^(?:the|an?)\s+", "", name, flags=re.IGNORECASE))
+                      for _, name in title_names(text)}
+            named = [category for category in named if tuple(category["words"].split()) not in titles]
+        return json.dumps(named)
+
     def okf_common_name(name: Any) -> int:
         verdicts = current("common_names", dict)
         name = as_text(name)
@@ -205,6 +233,7 @@ def prepare_connection(conn: Any) -> None:
                                                              for concept_id, name in title_names(text)]),
              ("text", MAX_QUESTION))
     register("okf_common_name", (1,), okf_common_name, ("name", MAX_QUESTION))
+    register("okf_categories_named", (1,), okf_categories_named, ("question", MAX_QUESTION))
     register("okf_dated_notes", (1,), okf_dated_notes, ("question", MAX_QUESTION))
     register("okf_fts_query", (1,), lambda text: fts_query(as_text(text)), ("text", MAX_QUESTION), deterministic=True)
     register("okf_names", (1,), lambda text: json.dumps(names(as_text(text)) + name_runs(as_text(text))),

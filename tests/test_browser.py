@@ -141,7 +141,7 @@ def test_vault_question_page_suggests_its_own_titles_and_helps_when_nothing_matc
     nearest = [a.text for a in browser.find_elements(By.CSS_SELECTOR, "#okf-nearest li > a")]
     assert nearest and set(nearest) <= set(titles)
     checked = [li.text.split(":")[0] for li in browser.find_elements(By.CSS_SELECTOR, "#okf-checked li")]
-    assert checked == ["Titles and aliases", "Names", "Series", "Keywords", "Similarity"]
+    assert checked == ["Titles and aliases", "Names", "Series", "Dates and sets", "Keywords", "Similarity"]
     shoot(browser, "vault-no-answer.png")
 
 

@@ -232,6 +232,24 @@ def test_a_name_of_several_words_no_note_writes_is_out_of_the_bundle_though_each
         assert context_for(db, question)["confident"], question
 
 
+def test_a_set_the_question_asks_for_is_the_notes_of_the_tags_or_the_folder_it_names(vault_dbs):
+    """"Who are the player characters in Group 6?" came back with a tag glossary and session notes: no title says
+    "Group 6", and the six characters' notes (templates with a portrait) say nothing of their party. They are
+    tagged `#Character`, `#Player` and `#Group6`; now they come right after the top note, and Group 3's seven
+    when the question is asked that way; Orcus' six lieutenants are the notes of the folder so named."""
+    from datasette_okf import context_for
+
+    db = vault_dbs["thellade"][0]
+    for question, folder in [("Who are the player characters in Group 6?", "05 Parties/01 Characters/06 Campaign 06"),
+                             ("Which player characters are in Group 3?", "05 Parties/01 Characters/03 Campaign 03"),
+                             ("Who are Orcus' lieutenants?", "03 Entities/02c Orcus' Lieutenants")]:
+        result = context_for(db, question)
+        members = sorted(p.stem for p in (VAULTS["thellade"] / "01 Campaign" / folder).glob("*.md"))
+        assert 2 <= len(members) <= 8
+        assert sorted(n["title"] for n in result["nodes"][1:len(members) + 1]) == members, question
+        assert all(f"### {name} (" in result["context"] for name in members)
+
+
 def test_no_chunk_text_comes_twice(vault_dbs):
     """13th Age's General Feats list holds the Toughness feat's tiers word for word, as the feat's own note does: both
     were shown, the list's under "General Feats > Toughness" (39 of 1,424 development contexts repeated a chunk). The

@@ -1893,3 +1893,53 @@ def test_at_equal_score_the_walked_note_nearer_the_question_is_packed_first():
     far, near = _offered("Barbarian", 0.0082, similarity=0.183), _offered("Demon", 0.0082, similarity=0.243)
     assert [n.id for n in packing_order([far, near])] == ["Demon", "Barbarian"]
     assert [n.id for n in packing_order([near, far])] == ["Demon", "Barbarian"]
+
+
+def test_a_question_asking_which_of_the_categories_it_names_gets_the_notes_holding_them_right_after_the_top_note(
+        tmp_path, monkeypatch):
+    """"Who are the player characters in Group 6?" named no title; Thellade's six characters are tagged Character,
+    Player and Group6, and their notes say nothing of the party, so no list found them. Now the notes holding the
+    named categories, tags (or a tag nested below one) and folders, come right after the strongest note; a question
+    that asks no list, or a set too large to list, brings none (docs/design.md §5.13)."""
+    from datasette_okf import retrieve
+    from datasette_okf.store import build
+
+    def character(tags: str, text: str) -> str:
+        return f"---\ntype: Person\ntags: [{tags}]\n---\n{text}\n"
+
+    root = write_bundle(tmp_path / "vault", {
+        "Characters/Ann.md": character("Character, Player, Group1", "Ann is a sailor from the harbour."),
+        "Characters/Bo.md": character("Character, Player, Group1", "Bo keeps bees."),
+        "Characters/Cy.md": character("Character, Player, Group2", "Cy plays the lute."),
+        "Characters/Dee.md": character("Character, NPC, Group1", "Dee runs the inn."),
+        **{f"Sessions/Session {n}.md": f"---\ntags: [Group1, SessionNote]\n---\nThe player characters of Group 1 "
+                                      f"met in the harbour inn and sailed north for {n} days.\n" for n in range(1, 9)},
+        "Bestiary/Kobolds/Tunnel Kobold.md": "---\ntags: [Role/Mook]\n---\nA kobold of the deep tunnels.\n",
+        "Bestiary/Kobolds/Kobold Hero.md": "---\ntags: [Role/Leader]\n---\nA kobold who leads.\n",
+        "Bestiary/Kobolds/Kobold Runt.md": "---\ntags: [Role/Mook]\n---\nA small kobold.\n",
+        "Bestiary/Goblins/Goblin Grunt.md": "---\ntags: [Role/Mook]\n---\nA goblin.\n",
+        "Rules/Mooks.md": "Mooks are weak monsters of the bestiary that fight in mobs: kobolds, goblins.\n",
+        "Lieutenants/Azael.md": "A demon prince of the pit.\n",
+        "Lieutenants/Goriath.md": "A demon general of the pit.\n",
+    })
+    build([root], tmp_path / "v.db", embed=False)
+
+    def members(question: str) -> list[str]:
+        result = context_for(tmp_path / "v.db", question)
+        if "categories" not in result["sql"]:  # the statement ran only for a question asking who or which
+            return []
+        rows = connection(tmp_path / "v.db").execute(result["sql"]["categories"],
+                                                     result["params"]["categories"]).fetchall()
+        found = [n["title"] for n in result["nodes"] if n["id"] in {row[0] for row in rows}]
+        start = 0 if result["nodes"][0]["title"] in found else 1  # right after the top note, or all there is
+        assert [n["title"] for n in result["nodes"][start:start + len(found)]] == found
+        return found
+
+    assert members("Who are the player characters in Group 1?") == ["Ann", "Bo"]
+    nodes = context_for(tmp_path / "v.db", "Who are the player characters in Group 1?")["nodes"]
+    assert nodes[1]["via"] == "category: Player, Character, Group1"  # no list found Ann: the statement did
+    assert members("Which kobolds are mooks?") == ["Kobold Runt", "Tunnel Kobold"]  # a folder and a nested tag
+    assert members("Who are the lieutenants?") == ["Azael", "Goriath"]  # a folder alone, in a list question
+    assert members("What did the player characters of Group 1 do in the harbour?") == []  # no list asked
+    monkeypatch.setattr(retrieve, "CATEGORY_MOST", 1)
+    assert members("Who are the player characters in Group 1?") == []  # more than the context lists

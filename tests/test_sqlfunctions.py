@@ -62,6 +62,7 @@ QUESTION_ARGUMENTS = {
     "okf_fts_query": "select okf_fts_query(?)",
     "okf_names": "select okf_names(?)",
     "okf_name_match": "select okf_name_match(?)",
+    "okf_categories_named": "select okf_categories_named(?)",
     "okf_coverage question": "select okf_coverage(?, 'the harbour council')",
     "okf_embed": "select okf_embed(?)",
     "okf_number_after word": "select coalesce(okf_number_after('Session 9', ?), -1)",

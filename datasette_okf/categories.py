@@ -1,0 +1,122 @@
+"""The categories a question names: the tags and folders whose notes answer a question asking which of many.
+
+"Who are the player characters in Group 6?" asks for the six notes a Thellade vault tags `#Character`, `#Player` and
+`#Group6`; "Who are Orcus' lieutenants?" for the six in its folder `02c Orcus' Lieutenants`. No title says "Group 6",
+and a character's chunks are about the character, not the party. OKF §3.1 keeps tags "a first-class concept through
+the `tags` frontmatter field (§4.1)" and leaves a view by tag to the consumer; a bundle's folders group its notes the
+same way (OKF §3: a concept's path is its identity). A question names a category when the category's words, as a
+person says them, stand in it side by side: a tag's last part (`13A/Monsters/Factions/Kobolds`: kobolds), a folder's
+name without its numbering (`02c Orcus' Lieutenants`: orcus lieutenants), split at capitals, digits, hyphens and
+underscores (`PlayerCharacter`: player character; `Group6`: group 6), singular or plural (docs/design.md §5.13).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from typing import Any
+
+from .titles import PREPOSITIONS, STOPWORDS
+
+_PART = re.compile(r"[A-Z]+s?(?![a-z])|[A-Z]?[a-z]+|\d+")  # "PlayerCharacter" "Group6" "NPCs" "POI"
+_NUMBERING = re.compile(r"^\s*\d+[a-z]?(?=[\s._-]|$)[\s._-]*", re.IGNORECASE)  # "02c Orcus' Lieutenants", "13A"
+_QUESTION_WORD = re.compile(r"[^\W\d_]+|\d+")
+_EDGES = PREPOSITIONS | {"a", "an", "the", "and", "or"}
+LONGEST = 4  # words in a category's name as the index keeps it: a category, not a sentence
+
+
+def singular(word: str) -> str:
+    """A word without its plural ending, the same for a category and a question: "deities" deity, "kobolds" kobold,
+    "classes" class; "boss", "status" and short words as they are."""
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 4 and word.endswith(("sses", "ches", "shes", "xes")):
+        return word[:-2]
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
+
+
+def category_words(name: str) -> tuple[str, ...]:
+    """How a question says a tag or a folder: its last part's words without a leading number, lower case, singular,
+    a number as its value ("03" 3); () for a name no question says as a category (a number, stopwords, longer than
+    LONGEST words, or starting or ending with a preposition or an article: `InSession` is not what "in session 9"
+    names)."""
+    last = _NUMBERING.sub("", name.strip().lstrip("#").rstrip("/").rsplit("/", 1)[-1])
+    said = tuple(str(int(part)) if part.isdigit() else singular(part.casefold()) for part in _PART.findall(last))
+    if not said or len(said) > LONGEST or said[0] in _EDGES or said[-1] in _EDGES or set(said) <= STOPWORDS:
+        return ()
+    if all(part.isdigit() for part in said) or len(said) == 1 and len(said[0]) < 3:
+        return ()
+    return said
+
+
+class CategoryIndex:
+    """Every tag and folder of a database by the words a question says it with (`category_words`): tags and folders
+    said alike ("Deity" and "13A/Bestiary/Deity"; the tag `#Encounter` and the folder `08 Encounters`) are one
+    category, with the number of notes each holds."""
+
+    def __init__(self, tags: Iterable[str], folders: Iterable[str]) -> None:
+        """`tags`: every tag of every note, once a note; `folders`: every note's folder (its id less its name)."""
+        self.by_words: dict[tuple[str, ...], dict[str, Any]] = defaultdict(lambda: {"tags": {}, "folders": {}})
+        for kind, names in (("tags", Counter(tags)), ("folders", _with_parents(Counter(folders)))):
+            for name, notes in sorted(names.items()):
+                said = category_words(name)
+                if said:
+                    self.by_words[said][kind][name] = notes
+
+    def named(self, question: str) -> list[dict[str, Any]]:
+        """The categories `question` names, in its order: each {"words", "label", "tags", "folders", "notes", "asked"}
+        (label: its first tag, else its first folder's name; notes: an upper bound of those it holds; asked: it asks
+        which of them, _asks_which_of). A category whose words lie inside
+        a longer one the question names is that one's word ("player character" is `PlayerCharacter` where a vault has
+        it)."""
+        found = []
+        written = [str(int(word)) if word.isdigit() else word.casefold() for word in _QUESTION_WORD.findall(question)]
+        said = [singular(word) for word in written]
+        for start in range(len(said)):
+            for length in range(min(LONGEST, len(said) - start), 0, -1):
+                key = tuple(said[start:start + length])
+                if key in self.by_words:
+                    found.append((start, start + length, key))
+        inside = {f for f in found for g in found if f != g and g[0] <= f[0] and f[1] <= g[1]}
+        named: dict[tuple[str, ...], dict[str, Any]] = {}
+        for start, end, key in sorted(set(found) - inside):
+            held = self.by_words[key]
+            label = next(iter(held["tags"]), None) or next(iter(held["folders"])).rsplit("/", 1)[-1]
+            category = named.setdefault(key, {
+                "words": " ".join(key), "label": label, "tags": list(held["tags"]), "folders": list(held["folders"]),
+                "notes": sum(held["tags"].values()) + sum(held["folders"].values()), "asked": False})
+            category["asked"] |= written[start:end] != said[start:end] and _asks_which_of(written[:start])
+        return list(named.values())
+
+
+def _with_parents(folders: Counter[str]) -> Counter[str]:
+    """Each folder with the notes under it at any depth: `Bestiary` holds `Bestiary/Dragon`'s."""
+    every: Counter[str] = Counter()
+    for folder, notes in folders.items():
+        parts = folder.split("/")
+        for end in range(2, len(parts) + 1):  # not the bundle's own name: it is every note's
+            every["/".join(parts[:end])] += notes
+    return every
+
+
+_AUXILIARIES = frozenset(["is", "are", "was", "were", "do", "does", "did", "has", "have", "had", "can", "could", "will",
+                          "would", "should", "may", "might", "must"])
+
+
+def _asks_which_of(before: list[str]) -> bool:
+    """Whether the words before a category written in the plural ask which of them: "which", "what" or "how many",
+    then at most three words and no verb ("Which red dragons…", "What finance metrics…"; not "What did the player
+    characters do…")."""
+    start = 2 if before[:2] == ["how", "many"] else 1 if before[:1] in (["which"], ["what"]) else None
+    return start is not None and len(before) - start <= 3 and not _AUXILIARIES & set(before[start:])
+
+
+_ASKS_WHICH = re.compile(r"^\s*(?:who|which|what|list|name|how\s+many)\b", re.IGNORECASE)
+
+
+def asks_which(question: str) -> bool:
+    """Whether the question starts as a question for a set does: who, which, what, list, name, how many."""
+    return bool(_ASKS_WHICH.search(question))

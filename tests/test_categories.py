@@ -1,0 +1,65 @@
+"""The categories a question names (categories.py): how a person says a tag or a folder, and which of a bundle's a
+question names."""
+
+from __future__ import annotations
+
+import pytest
+
+from datasette_okf.categories import CategoryIndex, category_words, singular
+
+
+@pytest.mark.parametrize("word, one", [("characters", "character"), ("deities", "deity"), ("kobolds", "kobold"),
+                                       ("classes", "class"), ("boxes", "box"), ("boss", "boss"),
+                                       ("status", "status"), ("analysis", "analysis"), ("gas", "gas")])
+def test_a_plural_says_the_same_category_as_its_singular(word, one):
+    assert singular(word) == one
+
+
+@pytest.mark.parametrize("name, said", [
+    ("Group6", ("group", "6")),  # a number joined to its word
+    ("#PlayerCharacter", ("player", "character")),  # split at capitals, Obsidian's # left out
+    ("13A/Monsters/Factions/Kobolds", ("kobold",)),  # a tag hierarchy's last part
+    ("NPCs", ("npc",)),
+    ("Location/POI", ("poi",)),
+    ("income-statement", ("income", "statement")),
+    ("vault/01 Campaign/03 Entities/02c Orcus' Lieutenants", ("orcus", "lieutenant")),  # a folder, its numbering off
+    ("vault/01 Campaign/05 Parties/07 Session Notes/03 Campaign 03", ("campaign", "3")),
+    ("vault/01 Campaign/03 Entities/03 Legendary Beings", ("legendary", "being")),  # "being" is a stopword, not alone
+])
+def test_a_tag_or_folder_is_said_by_its_last_parts_words_in_the_singular(name, said):
+    assert category_words(name) == said
+
+
+@pytest.mark.parametrize("name", ["InSession", "2024", "a", "x/of", "13A", "One/Two Three Four Five Six", "Being"])
+def test_a_name_no_question_says_as_a_category_is_left_out(name):
+    """"in session 9" does not name `InSession`; a year, a letter or a stopword is no category; nor is a sentence."""
+    assert category_words(name) == ()
+
+
+def test_a_question_names_the_categories_whose_words_it_says_side_by_side_in_its_order():
+    index = CategoryIndex(["Character", "Player", "Group6", "Group6", "Group3", "NPC"],
+                          ["v/Characters/Group 6", "v/Characters/Group 6", "v/Characters/Group 3", "v/Places"])
+    assert index.named("Who are the player characters in Group 6?") == [
+        {"words": "player", "label": "Player", "tags": ["Player"], "folders": [], "notes": 1, "asked": False},
+        {"words": "character", "label": "Character", "tags": ["Character"], "folders": ["v/Characters"],
+         "notes": 4, "asked": False},  # the tag's note and the folder's three, a folder above another holding theirs
+        {"words": "group 6", "label": "Group6", "tags": ["Group6"], "folders": ["v/Characters/Group 6"], "notes": 4,
+         "asked": False}]
+    assert [c["words"] for c in index.named("Which group had 6 players?")] == ["player"]  # not side by side
+    assert index.named("Where is the harbour?") == []
+
+
+def test_the_longer_category_a_question_names_wins_and_tags_said_alike_are_one_category():
+    index = CategoryIndex(["Player", "Character", "PlayerCharacter", "Deity", "13A/Bestiary/Deity"], [])
+    assert [(c["words"], c["tags"]) for c in index.named("Which player characters worship a deity?")] == [
+        ("player character", ["PlayerCharacter"]), ("deity", ["13A/Bestiary/Deity", "Deity"])]
+
+
+@pytest.mark.parametrize("question, asked", [
+    ("Which red dragons are in the bestiary?", ["dragon"]), ("What finance metrics are there?", ["metric"]),
+    ("How many kobold mooks are there?", ["mook"]), ("Which of the dragons are red?", ["dragon"]),
+    ("What did the red dragons do?", []), ("Tell me about the red dragons", []), ("Which red dragon is largest?", []),
+])
+def test_a_question_asks_which_of_a_category_it_writes_in_the_plural_right_after_which_what_or_how_many(question, asked):
+    index = CategoryIndex(["Red", "Dragon", "finance", "metric", "Kobold", "Mook"], [])
+    assert [c["words"] for c in index.named(question) if c["asked"]] == asked
