@@ -499,7 +499,12 @@ class Node:
 
     @property
     def via(self) -> str:
-        """`why` as one line for people (and for the LLM's context)."""
+        """`why` as one line for people (and for the LLM's context); a note also in the set the question asks for
+        says so ("seed: fts+vector; category: Kobolds, Mook"): the LLM tells the set's notes from the others."""
+        in_set = self.why.get("category")
+        return self._found() + (f"; category: {', '.join(in_set)}" if in_set else "")
+
+    def _found(self) -> str:
         why = self.why
         if why["kind"] == "hop":
             return f"hop {why['hop']} via {why['from']} ({why['predicate']})"
@@ -1487,10 +1492,12 @@ def categories(query: Query, nodes: list[Node]) -> list[Node]:
     offered = {n.id: n for n in nodes}
     added = []
     for row in rows:
+        named = json.loads(row["named"])
         if row["id"] in offered:
-            offered[row["id"]].score = max(offered[row["id"]].score, wanted)
+            node = offered[row["id"]]
+            node.score, node.why = max(node.score, wanted), {**node.why, "category": named}
         else:
-            added.append(Node(query.concepts[row["id"]], wanted, {"kind": "category", "named": json.loads(row["named"])}))
+            added.append(Node(query.concepts[row["id"]], wanted, {"kind": "category", "named": named}))
     return _marked_stale(query, added)
 
 

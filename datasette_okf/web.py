@@ -247,6 +247,13 @@ async def look_up(database, params: dict[str, Any], result: dict[str, Any]) -> d
 def why_parts(why: dict[str, Any], via: str, titles: dict[str, str]) -> list[tuple[str, str | None]]:
     """A node's why line as (text, id) pieces: the notes it names by title, each with its id (None: plain text).
     The same words as the JSON's `via`, which names them by id."""
+    parts = _found_parts(why, via, titles)
+    if why.get("category"):  # a note also in the set the question asks for
+        parts.append((f"; category: {', '.join(why['category'])}", None))
+    return parts
+
+
+def _found_parts(why: dict[str, Any], via: str, titles: dict[str, str]) -> list[tuple[str, str | None]]:
     def note(concept_id: str) -> tuple[str, str]:
         return titles.get(concept_id) or concept_id, concept_id
 
@@ -270,7 +277,7 @@ def why_parts(why: dict[str, Any], via: str, titles: dict[str, str]) -> list[tup
         if why.get("bridged_from"):
             parts += [(" (second round, through ", None), note(why["bridged_from"]), (")", None)]
         return parts
-    return [(via, None)]  # a kind this page does not know yet
+    return [(via.split("; category: ")[0], None)]  # a kind this page does not know yet
 
 
 def found_by(ranks: dict[str, int | None]) -> str:

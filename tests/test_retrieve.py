@@ -1933,6 +1933,7 @@ def test_a_question_asking_which_of_the_categories_it_names_gets_the_notes_holdi
         found = [n["title"] for n in result["nodes"] if n["id"] in {row[0] for row in rows}]
         start = 0 if result["nodes"][0]["title"] in found else 1  # right after the top note, or all there is
         assert [n["title"] for n in result["nodes"][start:start + len(found)]] == found
+        assert all("category: " in n["via"] for n in result["nodes"] if n["title"] in found)  # a seed's line too
         return found
 
     assert members("Who are the player characters in Group 1?") == ["Ann", "Bo"]
