@@ -1482,23 +1482,38 @@ def category_notes(query: Query) -> list[dict[str, Any]]:
     return query.categories
 
 
+# A set a link defines: "Which characters belong to the Gilded Hammer Union?" asks for the notes whose frontmatter
+# links to the note it names (`organization: [[The Gilded Hammer Union]]`), of the types it asks for (people, for
+# "characters": titles.kinds_asked). §6 gives up to 20 of those links as fact lines; two to CATEGORY_MOST of them
+# come as notes too, as a category's do: a written note says more than its link (docs/design.md §5.13).
+LINKING_SQL = f"""select edges.src as id, min(edges.predicate) as predicate from edges
+join concepts as source on source.id = edges.src
+where edges.dst = :first and edges.kind = 'property' and edges.src != edges.dst and {NOT_A_SOURCE}
+  and lower(source.type) in (select value from json_each(:kinds_asked)) and not source.is_index
+group by edges.src order by edges.src limit cast(:most as integer) + 1"""
+
+
 def categories(query: Query, nodes: list[Node]) -> list[Node]:
-    """3c. The notes of the categories a question that asks who or which of many names, right after the strongest
-    note found (as a note named by number comes): one already offered rises there."""
-    rows = category_notes(query)
-    if not rows:
-        return []
-    wanted = round(max((n.score for n in nodes), default=1 / (RRF_K + 1)) * SERIES_SHARE, 6)
-    offered = {n.id: n for n in nodes}
-    added = []
+    """3c. The notes of the categories a question that asks who or which of many names, and of a list question the
+    notes of the types it asks for linking to the strongest note found: right after that note (as a note named by
+    number comes); one already offered rises there and says so."""
+    rows = [{"id": row["id"], "named": json.loads(row["named"])} for row in category_notes(query)]
+    top = max(nodes, key=lambda n: n.score, default=None)
+    if top is not None and asks_for_list(query.question):
+        linking = query.run("linking", LINKING_SQL, {"first": top.id, "most": CATEGORY_MOST,
+                                                     "kinds_asked": json.dumps(kinds_asked(query.question))})
+        if 2 <= len(linking) <= CATEGORY_MOST:
+            query.know([row["id"] for row in linking])
+            rows += [{"id": row["id"], "named": [f"{row['predicate']}: {top.concept['title']}"]} for row in linking]
+    wanted = round((top.score if top else 1 / (RRF_K + 1)) * SERIES_SHARE, 6)
+    offered, added = {n.id: n for n in nodes}, {}
     for row in rows:
-        named = json.loads(row["named"])
         if row["id"] in offered:
             node = offered[row["id"]]
-            node.score, node.why = max(node.score, wanted), {**node.why, "category": named}
-        else:
-            added.append(Node(query.concepts[row["id"]], wanted, {"kind": "category", "named": named}))
-    return _marked_stale(query, added)
+            node.score, node.why = max(node.score, wanted), {**node.why, "category": row["named"]}
+        elif row["id"] not in added:
+            added[row["id"]] = Node(query.concepts[row["id"]], wanted, {"kind": "category", "named": row["named"]})
+    return _marked_stale(query, list(added.values()))
 
 
 def _lift_named(nodes: list[Node], found: list[dict[str, Any]]) -> None:

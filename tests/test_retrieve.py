@@ -1620,26 +1620,35 @@ def test_the_notes_linking_to_a_template_the_question_is_about_come_as_its_facts
     assert "whichparty Campaign Group 6" not in context_for(tmp_path / "v.db", "Where did the heroes sail?")["context"]
 
 
-def test_a_list_question_reads_the_notes_linking_to_the_one_it_names_the_types_it_asks_for_first(tmp_path):
+def red_runners(root):
+    """A faction, three people and two places linking to it (Ana Vel twice), and a session note."""
+    return write_bundle(root, {
+        "Factions/The Red Runners.md": "---\ntype: Organization\n---\nThe Red Runners are a syndicate of smugglers "
+                                       "and thieves who run contraband through Jambito.\n",
+        **{f"People/{name}.md": "---\ntype: Person\norganization: \"[[The Red Runners]]\"\n---\n"
+           for name in ["Corvin Dane", "Zhen Ashun"]},
+        "People/Ana Vel.md": "---\ntype: Person\norganization: \"[[The Red Runners]]\"\n"  # two links, one line
+                             "patron: \"[[The Red Runners]]\"\n---\n",
+        **{f"Havens/{name}.md": "---\ntype: Place\norganization: \"[[The Red Runners]]\"\n---\n"
+           for name in ["Sunken Temple", "The Walled Den"]},
+        "Sessions/Session 1.md": "The heroes sailed to Kanda and met a fence.\n",
+    })
+
+
+def test_a_list_question_reads_the_notes_linking_to_the_one_it_names_the_types_it_asks_for_first(tmp_path,
+                                                                                                 monkeypatch):
     """Thellade's sixteen Red Runners are unfilled templates whose `organization: [[The Red Runners]]` is all they
     say: never offered as notes, they reached no context. Asked who the members are, the LLM now reads their links,
     the people's only (places link to the faction the same way, and come first by id), one line a person; asked
-    which places, the places'; asked something else of the faction, neither (docs/design.md §6)."""
+    which places, the places'; asked something else of the faction, neither (docs/design.md §6). Sixteen are more
+    than a set the context lists as notes (CATEGORY_MOST, here 1: the next test has a set of three)."""
+    from datasette_okf import retrieve
     from datasette_okf.store import build
 
-    from .conftest import write_bundle
+    monkeypatch.setattr(retrieve, "CATEGORY_MOST", 1)
 
     people, havens = ["Ana Vel", "Corvin Dane", "Zhen Ashun"], ["Sunken Temple", "The Walled Den"]
-    root = write_bundle(tmp_path / "vault", {
-        "Factions/The Red Runners.md": "---\ntype: Organization\n---\nThe Red Runners are a syndicate of smugglers "
-                                       "and thieves who run contraband through Jambito.\n",
-        **{f"People/{name}.md": "---\ntype: Person\norganization: \"[[The Red Runners]]\"\n---\n" for name in people},
-        "People/Ana Vel.md": "---\ntype: Person\norganization: \"[[The Red Runners]]\"\n"  # two links, one line
-                             "patron: \"[[The Red Runners]]\"\n---\n",
-        **{f"Havens/{name}.md": "---\ntype: Place\norganization: \"[[The Red Runners]]\"\n---\n" for name in havens},
-        "Sessions/Session 1.md": "The heroes sailed to Kanda and met a fence.\n",
-    })
-    build([root], tmp_path / "v.db", embed=False)
+    build([red_runners(tmp_path / "vault")], tmp_path / "v.db", embed=False)
     faction = "vault/Factions/The Red Runners"
 
     def linking(question: str) -> list[str]:
@@ -1652,6 +1661,24 @@ def test_a_list_question_reads_the_notes_linking_to_the_one_it_names_the_types_i
     assert linking("Who are the members of The Red Runners?") == people
     assert linking("Which places do The Red Runners hold?") == havens
     assert linking("Where do The Red Runners smuggle their contraband?") == []
+
+
+def test_a_list_question_gets_a_few_notes_linking_to_the_one_it_names_as_notes_right_after_it(tmp_path):
+    """"Which characters belong to the Gilded Hammer Union?": four of its five members are written notes whose
+    `organization` links the Union, and they reached the context only as fact lines. Two to CATEGORY_MOST notes of
+    the types a list question asks for that link to the note it is about now come as notes too, right after it;
+    the places do not, asked who (docs/design.md §5.13)."""
+    from datasette_okf.store import build
+
+    build([red_runners(tmp_path / "vault")], tmp_path / "v.db", embed=False)
+    for question, members in [("Who are the members of The Red Runners?", ["Ana Vel", "Corvin Dane", "Zhen Ashun"]),
+                              ("Which places do The Red Runners hold?", ["Sunken Temple", "The Walled Den"])]:
+        nodes = context_for(tmp_path / "v.db", question)["nodes"]
+        assert nodes[0]["title"] == "The Red Runners"
+        assert [n["title"] for n in nodes[1:len(members) + 1]] == members
+        assert all(n["via"].endswith(": The Red Runners") for n in nodes[1:len(members) + 1])
+    asked_else = context_for(tmp_path / "v.db", "Where do The Red Runners smuggle their contraband?")
+    assert "linking" not in asked_else["sql"]  # no list asked
 
 
 def test_an_unfilled_template_the_notes_found_already_mention_comes_below_them(tmp_path):
