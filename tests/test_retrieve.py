@@ -1681,6 +1681,22 @@ def test_a_list_question_gets_a_few_notes_linking_to_the_one_it_names_as_notes_r
     assert "linking" not in asked_else["sql"]  # no list asked
 
 
+def test_a_linking_note_is_of_the_kind_asked_for_by_its_type_or_by_a_tag(tmp_path):
+    """Thellade's year notes are typed Lore by their folder and tagged Year: "Which years fall in the Post Rising
+    era?" asks for the six of its fifteen years whose `era` links the era's note (the fifteen are too many a set)."""
+    from datasette_okf.store import build
+
+    years = {f"Calendar/{n}.md": "---\ntype: Lore\ntags: [Year]\nera: \"[[Post Rising]]\"\n---\n" if n in (1, 13, 204)
+             else "---\ntype: Lore\ntags: [Year]\nera: \"[[The Rising]]\"\n---\n" for n in [1, 13, 204, *range(2, 12)]}
+    root = write_bundle(tmp_path / "vault", {
+        "Eras/Post Rising.md": "---\ntype: Era\n---\nThe era after the Rising, counted from the Ward.\n", **years,
+        "Calendar/Notes.md": "---\ntype: Lore\nera: \"[[Post Rising]]\"\n---\nHow the calendar counts.\n"})
+    build([root], tmp_path / "v.db", embed=False)
+    nodes = context_for(tmp_path / "v.db", "Which years fall in the Post Rising era?")["nodes"]
+    assert nodes[0]["title"] == "Post Rising"
+    assert [n["title"] for n in nodes[1:4]] == ["1", "13", "204"]  # not the Notes, which is no year
+
+
 def test_an_unfilled_template_the_notes_found_already_mention_comes_below_them(tmp_path):
     """Thellade's city of Kanda is a template with frontmatter links. "How many exits does the tavern on Kanda's
     docks have?" is about the tavern, whose note mentions Kanda: Kanda taking the first place (and with it the first
