@@ -333,7 +333,8 @@ _LIST_QUESTION = re.compile(
     r"^\s*(?:who|what|which)\s+(?:are|were)\b"  # "Who are…", "What were…"
     r"|^\s*who\s+(?:lives?|lived|inhabits?|dwells?|works?|worked|serves?|served)\b"  # "Who lives in Glowquarter?"
     r"|^\s*(?:who|what|which|list|name)\b.*\b(?:members?|belong\w*|part of)\b"  # "…the members of…", "…belong to…"
-    r"|^\s*(?:which|what)\s+(?:people|(?!(?:is|was|has|does)\b)\w+s)\b"  # "Which people…", "What places…"
+    r"|^\s*(?:which|what)\s+(?:people|(?!(?:is|was|has|does|happens|means|counts|makes|takes|gets|goes|comes|causes"
+    r"|allows|lets|needs|says|seems)\b)\w+s)\b"  # "Which people…", "What places…"; not "What happens…"
     r"|^\s*(?:which|what)\s+\w+\s+(?:are|were)\b"  # "What NPCs are…", "Which deity were…"
     r"|^\s*(?:list|name)\s+(?:all|every|the)\b", re.IGNORECASE)
 _PERSON_KINDS = ["person", "people", "npc", "character", "pc", "player", "member"]
