@@ -3,8 +3,8 @@
 "Who are the player characters in Group 6?" asks for the six notes a Thellade vault tags `#Character`, `#Player` and
 `#Group6`; "Who are Orcus' lieutenants?" for the six in its folder `02c Orcus' Lieutenants`. No title says "Group 6",
 and a character's chunks are about the character, not the party. OKF §3.1 keeps tags "a first-class concept through
-the `tags` frontmatter field (§4.1)" and leaves a view by tag to the consumer; a bundle's folders group its notes the
-same way (OKF §3: a concept's path is its identity). A question names a category when the category's words, as a
+the `tags` frontmatter field (§4.1)" and leaves a view by tag to the consumer; and "subdirectories organize concepts
+into groups" (OKF §3). A question names a category when the category's words, as a
 person says them, stand in it side by side: a tag's last part (`13A/Monsters/Factions/Kobolds`: kobolds), a folder's
 name without its numbering (`02c Orcus' Lieutenants`: orcus lieutenants), split at capitals, digits, hyphens and
 underscores (`PlayerCharacter`: player character; `Group6`: group 6), singular or plural (docs/design.md §5.13).
@@ -69,9 +69,8 @@ class CategoryIndex:
     def named(self, question: str) -> list[dict[str, Any]]:
         """The categories `question` names, in its order: each {"words", "label", "tags", "folders", "notes", "asked"}
         (label: its first tag, else its first folder's name; notes: an upper bound of those it holds; asked: it asks
-        which of them, _asks_which_of). A category whose words lie inside
-        a longer one the question names is that one's word ("player character" is `PlayerCharacter` where a vault has
-        it)."""
+        which of them, _asks_which_of). A category whose words lie inside a longer one the question names is that
+        one's word ("player character" is `PlayerCharacter` where a vault has it)."""
         found = []
         written = [str(int(word)) if word.isdigit() else word.casefold() for word in _QUESTION_WORD.findall(question)]
         said = [singular(word) for word in written]

@@ -1484,8 +1484,9 @@ def category_notes(query: Query) -> list[dict[str, Any]]:
 
 # A set a link defines: "Which characters belong to the Gilded Hammer Union?" asks for the notes whose frontmatter
 # links to the note it names (`organization: [[The Gilded Hammer Union]]`), of the types it asks for (people, for
-# "characters": titles.kinds_asked; or tagged so: Thellade's years are typed Lore by their folder, tagged Year). §6 gives up to 20 of those links as fact lines; two to CATEGORY_MOST of them
-# come as notes too, as a category's do: a written note says more than its link (docs/design.md §5.13).
+# "characters": titles.kinds_asked; or tagged so: Thellade's years are typed Lore by their folder, tagged Year). §6
+# gives up to 20 of those links as fact lines; two to CATEGORY_MOST of them come as notes too, as a category's do: a
+# written note says more than its link (docs/design.md §5.13).
 LINKING_SQL = f"""with kinds(kind) as materialized (select value from json_each(:kinds_asked))
 select edges.src as id, min(edges.predicate) as predicate from edges
 join concepts as source on source.id = edges.src

@@ -127,7 +127,7 @@ DATED_INDEXES = PerBuild(build_of, dated_index)
 
 
 def category_index(conn: Any) -> CategoryIndex:
-    """Every tag and folder of the notes that can be a seed (categories.py): a list question may name them."""
+    """Every tag and folder of the notes, index nodes aside (categories.py): a list question may name them."""
     tags = (tag for _, tag in conn.execute(
         "select distinct concepts.id, tag.value from concepts, json_each(concepts.tags) as tag"
         " where not concepts.is_index and tag.type = 'text'"))
