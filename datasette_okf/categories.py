@@ -23,6 +23,7 @@ _PART = re.compile(r"[A-Z]+s?(?![a-z])|[A-Z]?[a-z]+|\d+")  # "PlayerCharacter" "
 _NUMBERING = re.compile(r"^\s*\d+[a-z]?(?=[\s._-]|$)[\s._-]*", re.IGNORECASE)  # "02c Orcus' Lieutenants", "13A"
 _QUESTION_WORD = re.compile(r"[^\W\d_]+|\d+")
 _EDGES = PREPOSITIONS | {"a", "an", "the", "and", "or"}
+VALUE_MOST = 200  # notes sharing a frontmatter value that makes it a category
 LONGEST = 4  # words in a category's name as the index keeps it: a category, not a sentence
 
 
@@ -57,14 +58,22 @@ class CategoryIndex:
     said alike ("Deity" and "13A/Bestiary/Deity"; the tag `#Encounter` and the folder `08 Encounters`) are one
     category, with the number of notes each holds."""
 
-    def __init__(self, tags: Iterable[str], folders: Iterable[str]) -> None:
-        """`tags`: every tag of every note, once a note; `folders`: every note's folder (its id less its name)."""
-        self.by_words: dict[tuple[str, ...], dict[str, Any]] = defaultdict(lambda: {"tags": {}, "folders": {}})
+    def __init__(self, tags: Iterable[str], folders: Iterable[str], values: Iterable[tuple[str, str, str]] = ()) -> None:
+        """`tags`: every tag of every note, once a note; `folders`: every note's folder (its id less its name);
+        `values`: (key, value, note id) for each short frontmatter value that is no link ("strength: elite")."""
+        self.by_words: dict[tuple[str, ...], dict[str, Any]] = defaultdict(lambda: {"tags": {}, "folders": {}, "values": {}})
         for kind, names in (("tags", Counter(tags)), ("folders", _with_parents(Counter(folders)))):
             for name, notes in sorted(names.items()):
                 said = category_words(name)
                 if said:
                     self.by_words[said][kind][name] = notes
+        holders: dict[str, list[str]] = defaultdict(list)
+        for key, value, concept_id in values:
+            holders[f"{key}: {value}"].append(concept_id)
+        for name, ids in sorted(holders.items()):
+            said = category_words(name.split(": ", 1)[1])
+            if said and len(ids) <= VALUE_MOST:  # a value most notes share ("strength: normal") is no category
+                self.by_words[said]["values"][name] = sorted(ids)
 
     def named(self, question: str) -> list[dict[str, Any]]:
         """The categories `question` names, in its order: each {"words", "label", "tags", "folders", "notes", "asked"}
@@ -83,11 +92,16 @@ class CategoryIndex:
         named: dict[tuple[str, ...], dict[str, Any]] = {}
         for start, end, key in sorted(set(found) - inside):
             held = self.by_words[key]
-            label = next(iter(held["tags"]), None) or next(iter(held["folders"])).rsplit("/", 1)[-1]
+            label = (next(iter(held["tags"]), None) or next(iter(held["values"]), None)
+                     or next(iter(held["folders"])).rsplit("/", 1)[-1])
             category = named.setdefault(key, {
                 "words": " ".join(key), "label": label, "tags": list(held["tags"]), "folders": list(held["folders"]),
-                "notes": sum(held["tags"].values()) + sum(held["folders"].values()), "asked": False})
-            category["asked"] |= written[start:end] != said[start:end] and _asks_which_of(written[:start])
+                "ids": [i for ids in held["values"].values() for i in ids],
+                "notes": sum(held["tags"].values()) + sum(held["folders"].values())
+                + sum(len(ids) for ids in held["values"].values()), "asked": False})
+            openers = ("which", "what") if held["tags"] or held["folders"] else ("which",)  # "What divine dreams came
+            # to Kothar?" asks what they were, not which deities hold `secondarydomains: Dreams`
+            category["asked"] |= written[start:end] != said[start:end] and _asks_which_of(written[:start], openers)
         return list(named.values())
 
 
@@ -105,11 +119,11 @@ _AUXILIARIES = frozenset(["is", "are", "was", "were", "do", "does", "did", "has"
                           "would", "should", "may", "might", "must"])
 
 
-def _asks_which_of(before: list[str]) -> bool:
-    """Whether the words before a category written in the plural ask which of them: "which", "what" or "how many",
-    then at most three words and no verb ("Which red dragons…", "What finance metrics…"; not "What did the player
-    characters do…")."""
-    start = 2 if before[:2] == ["how", "many"] else 1 if before[:1] in (["which"], ["what"]) else None
+def _asks_which_of(before: list[str], openers: tuple[str, ...] = ("which", "what")) -> bool:
+    """Whether the words before a category written in the plural ask which of them: "which", "what" (of `openers`)
+    or "how many", then at most three words and no verb ("Which red dragons…", "What finance metrics…"; not "What
+    did the player characters do…")."""
+    start = 2 if before[:2] == ["how", "many"] else 1 if before[:1] and before[0] in openers else None
     return start is not None and len(before) - start <= 3 and not _AUXILIARIES & set(before[start:])
 
 

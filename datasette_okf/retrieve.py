@@ -1435,9 +1435,11 @@ driving as materialized (  -- when a set is asked for: the category asked which 
   where :list_question or exists (select 1 from named where asked)
   order by asked desc, json_extract(category, '$.notes') limit 1
 ),
-candidates as (  -- its notes: under its folders (an id range), holding its tags (FTS5's tags column)
+candidates as (  -- its notes: under its folders (an id range), holding its tags (FTS5's tags column) or values
   select concepts.id from driving, json_each(driving.category, '$.folders') as folder
   join concepts on concepts.id > folder.value || '/' and concepts.id < folder.value || '0'
+  union
+  select value from driving, json_each(driving.category, '$.ids')
   union
   select concepts.id from concepts_fts join concepts on concepts.rowid = concepts_fts.rowid
   where concepts_fts match coalesce((select 'tags : (' || (
@@ -1451,6 +1453,7 @@ holding as materialized (  -- the named categories each holds: one of the tags, 
       on held.value = wanted.value or substr(held.value, 1, length(wanted.value) + 1) = wanted.value || '/')
     or exists (select 1 from json_each(named.category, '$.folders') as folder
                where substr(concepts.id, 1, length(folder.value) + 1) = folder.value || '/')
+    or concepts.id in (select value from json_each(named.category, '$.ids'))
   where not concepts.is_index
 ),
 counted as (
@@ -1498,8 +1501,9 @@ group by edges.src order by edges.src limit cast(:most as integer) + 1"""
 
 def categories(query: Query, nodes: list[Node]) -> list[Node]:
     """3c. The notes of the categories a question that asks who or which of many names, and of a list question the
-    notes of the types it asks for linking to the strongest note found: right after that note (as a note named by
-    number comes); one already offered rises there and says so."""
+    notes of the types it asks for linking to the strongest note found (said so first: "organization: The Red
+    Runners" says more than "type: Place"): right after that note (as a note named by number comes); one already
+    offered rises there and says so."""
     rows = [{"id": row["id"], "named": json.loads(row["named"])} for row in category_notes(query)]
     top = max(nodes, key=lambda n: n.score, default=None)
     if top is not None and asks_for_list(query.question):
@@ -1507,7 +1511,7 @@ def categories(query: Query, nodes: list[Node]) -> list[Node]:
                                                      "kinds_asked": json.dumps(kinds_asked(query.question))})
         if 2 <= len(linking) <= CATEGORY_MOST:
             query.know([row["id"] for row in linking])
-            rows += [{"id": row["id"], "named": [f"{row['predicate']}: {top.concept['title']}"]} for row in linking]
+            rows[:0] = [{"id": row["id"], "named": [f"{row['predicate']}: {top.concept['title']}"]} for row in linking]
     wanted = round((top.score if top else 1 / (RRF_K + 1)) * SERIES_SHARE, 6)
     offered, added = {n.id: n for n in nodes}, {}
     for row in rows:

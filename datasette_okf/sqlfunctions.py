@@ -133,7 +133,14 @@ def category_index(conn: Any) -> CategoryIndex:
         " where not concepts.is_index and tag.type = 'text'"))
     folders = (concept_id.rsplit("/", 1)[0] for (concept_id,) in conn.execute(
         "select id from concepts where not is_index"))
-    return CategoryIndex(tags, folders)
+    values = conn.execute(  # short frontmatter values that are no link and no date: "strength: elite"
+        "select field.key, coalesce(item.value, field.value), concepts.id from concepts"
+        " cross join json_each(concepts.frontmatter) as field"
+        " left join json_each(iif(field.type = 'array', field.value, '[]')) as item"
+        " where not concepts.is_index and field.key not in ('title', 'aliases', 'tags', 'description', 'sources')"
+        " and coalesce(item.type, field.type) = 'text' and length(coalesce(item.value, field.value)) <= 40"
+        " and coalesce(item.value, field.value) not like '%[[%' and coalesce(item.value, field.value) not like '%://%'")
+    return CategoryIndex(tags, folders, values)
 
 
 CATEGORY_INDEXES = PerBuild(build_of, category_index)

@@ -40,11 +40,12 @@ def test_a_question_names_the_categories_whose_words_it_says_side_by_side_in_its
     index = CategoryIndex(["Character", "Player", "Group6", "Group6", "Group3", "NPC"],
                           ["v/Characters/Group 6", "v/Characters/Group 6", "v/Characters/Group 3", "v/Places"])
     assert index.named("Who are the player characters in Group 6?") == [
-        {"words": "player", "label": "Player", "tags": ["Player"], "folders": [], "notes": 1, "asked": False},
-        {"words": "character", "label": "Character", "tags": ["Character"], "folders": ["v/Characters"],
+        {"words": "player", "label": "Player", "tags": ["Player"], "folders": [], "ids": [], "notes": 1,
+         "asked": False},
+        {"words": "character", "label": "Character", "tags": ["Character"], "folders": ["v/Characters"], "ids": [],
          "notes": 4, "asked": False},  # the tag's note and the folder's three, a folder above another holding theirs
-        {"words": "group 6", "label": "Group6", "tags": ["Group6"], "folders": ["v/Characters/Group 6"], "notes": 4,
-         "asked": False}]
+        {"words": "group 6", "label": "Group6", "tags": ["Group6"], "folders": ["v/Characters/Group 6"], "ids": [],
+         "notes": 4, "asked": False}]
     assert [c["words"] for c in index.named("Which group had 6 players?")] == ["player"]  # not side by side
     assert index.named("Where is the harbour?") == []
 
@@ -63,3 +64,27 @@ def test_the_longer_category_a_question_names_wins_and_tags_said_alike_are_one_c
 def test_a_question_asks_which_of_a_category_it_writes_in_the_plural_right_after_which_what_or_how_many(question, asked):
     index = CategoryIndex(["Red", "Dragon", "finance", "metric", "Kobold", "Mook"], [])
     assert [c["words"] for c in index.named(question) if c["asked"]] == asked
+
+
+def test_a_short_frontmatter_value_few_notes_share_is_a_category_of_those_notes():
+    """"Which realms are governed as monarchies?": Thellade's realms say `governmenttype: Monarchy`; "Which monsters
+    are elite?": 13th Age's `strength: elite`. A value most notes share (`strength: normal`, 350 of them) is none."""
+    from datasette_okf import categories
+
+    values = [("governmenttype", "Monarchy", "v/Kanda"), ("governmenttype", "Monarchy", "v/Tidecairn"),
+              ("governmenttype", "Council", "v/Boba"),
+              *[("strength", "normal", f"v/m{n}") for n in range(categories.VALUE_MOST + 1)]]
+    index = CategoryIndex([], [], values)
+    assert index.named("Which realms are governed as monarchies?") == [
+        {"words": "monarchy", "label": "governmenttype: Monarchy", "tags": [], "folders": [],
+         "ids": ["v/Kanda", "v/Tidecairn"], "notes": 2, "asked": False}]
+    assert index.named("Which monsters are normal?") == []
+
+
+def test_what_of_a_value_in_the_plural_asks_what_they_were_not_which_notes_hold_it():
+    """"What divine dreams and warnings came to Kothar…?" (Thellade-check5's thg32) named the deities whose
+    `secondarydomains` say Dreams; "which" of a value, or "what" of a tag or a folder, still asks for a set."""
+    index = CategoryIndex(["Dream"], [], [("secondarydomains", "Dreams", "v/Lunara"), ("domains", "Tides", "v/Nimara")])
+    assert [c["asked"] for c in index.named("What divine tides came to Kothar in session 6?")] == [False]
+    assert [c["asked"] for c in index.named("Which tides are there?")] == [True]
+    assert [c["asked"] for c in index.named("What dreams came to Kothar?")] == [True]  # a tag's, too

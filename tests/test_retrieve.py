@@ -1964,6 +1964,8 @@ def test_a_question_asking_which_of_the_categories_it_names_gets_the_notes_holdi
         "Rules/Mooks.md": "Mooks are weak monsters of the bestiary that fight in mobs: kobolds, goblins.\n",
         "Lieutenants/Azael.md": "A demon prince of the pit.\n",
         "Lieutenants/Goriath.md": "A demon general of the pit.\n",
+        **{f"Realms/{name}.md": f"---\ngovernmenttype: {kind}\n---\nA realm of the isles.\n"
+           for name, kind in [("Kanda", "Monarchy"), ("Tidecairn", "Monarchy"), ("Boba", "Council")]},
     })
     build([root], tmp_path / "v.db", embed=False)
 
@@ -1984,6 +1986,7 @@ def test_a_question_asking_which_of_the_categories_it_names_gets_the_notes_holdi
     assert nodes[1]["via"] == "category: Player, Character, Group1"  # no list found Ann: the statement did
     assert members("Which kobolds are mooks?") == ["Kobold Runt", "Tunnel Kobold"]  # a folder and a nested tag
     assert members("Who are the lieutenants?") == ["Azael", "Goriath"]  # a folder alone, in a list question
+    assert members("Which realms are governed as monarchies?") == ["Kanda", "Tidecairn"]  # a frontmatter value
     assert members("What did the player characters of Group 1 do in the harbour?") == []  # no list asked
     monkeypatch.setattr(retrieve, "CATEGORY_MOST", 1)
     assert members("Who are the player characters in Group 1?") == []  # more than the context lists
