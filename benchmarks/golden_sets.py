@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import time
 from pathlib import Path
@@ -54,6 +55,7 @@ ROOT = HERE.parent
 MODES = "hybrid,vector:5,vector:10,vector:15,keyword:10,graph-walk"
 VAULTS = {"thellade": "thellade-campaign-vault", "13th-age": "13th-age-srd-vault"}  # set name -> ../shared/corpora
 CHECK_ROUNDS = ("", "2", "3", "4", "5", "6", "7", "8")  # benchmarks/golden/check/<vault>-check<round>.json
+SET_ROUNDS = ("", "2")  # benchmarks/golden/check/<vault>-sets<round>.json: questions asking for a set of notes
 
 
 def hotpotqa_golden(corpus: Path) -> list[dict]:
@@ -78,14 +80,15 @@ def sets(shared: Path) -> dict[str, tuple[list[Path], list[dict], dict]]:
         "hotpotqa-mentions": ([corpora / "hotpotqa-mini" / "notes"], hotpotqa, {"link_mentions": True}),
         **{f"{vault}-check{round_}": ([corpora / folder / "vault"], golden(f"check/{vault}-check{round_}"), {})
            for round_ in CHECK_ROUNDS for vault, folder in VAULTS.items()},
-        **{f"{vault}-sets": ([corpora / folder / "vault"], golden(f"check/{vault}-sets"), {})
-           for vault, folder in VAULTS.items()},
+        **{f"{vault}-sets{round_}": ([corpora / folder / "vault"], golden(f"check/{vault}-sets{round_}"), {})
+           for round_ in SET_ROUNDS for vault, folder in VAULTS.items()
+           if (HERE / "golden" / "check" / f"{vault}-sets{round_}.json").exists()},
     }
 
 
 def vault_of(name: str) -> str:
-    """The set whose database a set reads: "thellade-check2" and "thellade-sets" ask "thellade"."""
-    return name.split("-check")[0].removesuffix("-sets")
+    """The set whose database a set reads: "thellade-check2" and "thellade-sets2" ask "thellade"."""
+    return re.sub(r"-(check|sets)\d*$", "", name)
 
 
 def golden(name: str) -> list[dict]:
