@@ -54,9 +54,9 @@ def category_words(name: str) -> tuple[str, ...]:
 
 
 class CategoryIndex:
-    """Every tag and folder of a database by the words a question says it with (`category_words`): tags and folders
-    said alike ("Deity" and "13A/Bestiary/Deity"; the tag `#Encounter` and the folder `08 Encounters`) are one
-    category, with the number of notes each holds."""
+    """Every tag, folder and short frontmatter value of a database by the words a question says it with
+    (`category_words`): those said alike ("Deity" and "13A/Bestiary/Deity"; the tag `#Encounter` and the folder
+    `08 Encounters`) are one category, with the number of notes each holds (a value: their ids)."""
 
     def __init__(self, tags: Iterable[str], folders: Iterable[str], values: Iterable[tuple[str, str, str]] = ()) -> None:
         """`tags`: every tag of every note, once a note; `folders`: every note's folder (its id less its name);
@@ -76,8 +76,9 @@ class CategoryIndex:
                 self.by_words[said]["values"][name] = sorted(ids)
 
     def named(self, question: str) -> list[dict[str, Any]]:
-        """The categories `question` names, in its order: each {"words", "label", "tags", "folders", "notes", "asked"}
-        (label: its first tag, else its first folder's name; notes: an upper bound of those it holds; asked: it asks
+        """The categories `question` names, in its order: each {"words", "label", "tags", "folders", "ids", "notes",
+        "asked"} (label: its first tag, else its first value, else its first folder's name; ids: its values' notes;
+        notes: an upper bound of those it holds; asked: it asks
         which of them, _asks_which_of). A category whose words lie inside a longer one the question names is that
         one's word ("player character" is `PlayerCharacter` where a vault has it)."""
         found = []

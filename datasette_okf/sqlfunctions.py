@@ -127,7 +127,8 @@ DATED_INDEXES = PerBuild(build_of, dated_index)
 
 
 def category_index(conn: Any) -> CategoryIndex:
-    """Every tag and folder of the notes, index nodes aside (categories.py): a list question may name them."""
+    """Every tag, folder and short frontmatter value of the notes, index nodes aside (categories.py): a list question
+    may name them."""
     tags = (tag for _, tag in conn.execute(
         "select distinct concepts.id, tag.value from concepts, json_each(concepts.tags) as tag"
         " where not concepts.is_index and tag.type = 'text'"))
@@ -211,7 +212,7 @@ def prepare_connection(conn: Any) -> None:
         kobolds tagged `Role/Mook`, whatever the note "Mooks" says."""
         text = as_text(question)
         named = current("categories", lambda: CATEGORY_INDEXES.get(conn)).named(text)
-        if not any(category["asked"] for category in named):
+        if named and not any(category["asked"] for category in named):  # the title index only when it can matter
             titles = {category_words(re.sub(r"^(?:the|an?)\s+", "", name, flags=re.IGNORECASE))
                       for _, name in title_names(text)}
             named = [category for category in named if tuple(category["words"].split()) not in titles]
