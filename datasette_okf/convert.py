@@ -213,11 +213,11 @@ def convert(
     counts = Counter()
     descriptions: dict[str, tuple[str, str | None]] = {}
     for source in scanned.files:
-        if source.data is None:
+        if not source.readable:
             continue
         target = out / moved(source.path)
         target.parent.mkdir(parents=True, exist_ok=True)
-        text, _ = decode(source.data)  # as the build reads it; written back as UTF-8
+        text, _ = decode(source.read())  # as the build reads it; written back as UTF-8
         yaml_text, body, body_line = split_frontmatter(text)
         unparsed = None
         try:

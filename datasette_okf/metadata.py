@@ -105,6 +105,11 @@ TABLES: dict[str, dict[str, Any]] = {
         "hidden": True,
         "description": "Per-file parse results of the last build: unchanged files are not parsed again.",
     },
+    "file_stats": {
+        "hidden": True,
+        "description": "Each file's size, times and inode at the last build, with its digest: a file whose stat is "
+                       "unchanged is not read again.",
+    },
     "sqlite_sequence": {"hidden": True},
 }
 # The FTS tables (concepts_fts, concepts_fts_*) need nothing: Datasette hides them itself.

@@ -121,6 +121,8 @@ def ensure_schema(db: sqlite_utils.Database) -> None:
         if_not_exists=True,
     )
     db["parse_cache"].create({"key": str, "bundle": str, "entry": str}, pk="key", if_not_exists=True)
+    db["file_stats"].create({"bundle": str, "path": str, "stat": str, "digest": str}, pk=("bundle", "path"),
+                            if_not_exists=True)
     db["meta"].create({"key": str, "value": str}, pk="key", if_not_exists=True)
     for table, columns in [
         ("concepts", ["bundle"]),

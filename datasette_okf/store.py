@@ -18,7 +18,7 @@ import json
 import os
 import shutil
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -211,7 +211,13 @@ def _build_locked(
     link_mentions: bool, embedding_cache: Path | str | bool = True, vectors_behind: bool = False, jobs: int = 1,
 ) -> BuildReport:
     """The build proper, once this process alone may write `output`."""
-    scanned = [scan_bundle(root, skip=build_outputs(output)) for root in roots]
+    # A log an earlier build could not fold into the file (a full disk) is folded first: never call an
+    # incomplete file up to date.
+    leftover = _log_has_frames(output)
+    wal_pending = _fold_leftover_wal(output) if leftover else None
+    previous = _previous_state(output)
+    scanned = [scan_bundle(root, skip=build_outputs(output), known=previous.get("files", {}).get(Path(root).resolve().name))
+               for root in roots]
     clash = [n for n, count in Counter(s.name for s in scanned).items() if count > 1]
     if clash:
         raise BuildError(f"two bundles share the folder name {clash[0]!r}; concept ids would collide")
@@ -219,12 +225,6 @@ def _build_locked(
         if not s.files:
             raise BuildError(f"{s.root} has no markdown (.md) files: nothing to build (a typo in the path?)")
     progress.files(sum(len(s.files) for s in scanned))
-
-    # A log an earlier build could not fold into the file (a full disk) is folded first: never call an
-    # incomplete file up to date.
-    leftover = _log_has_frames(output)
-    wal_pending = _fold_leftover_wal(output) if leftover else None
-    previous = _previous_state(output)
     target_model = canonical_id(model or previous.get("embedding_model"))
     if (
         previous
@@ -267,6 +267,7 @@ def _build_locked(
                 parsed = parse_bundle(s, progress.file, link_mentions, parse_cache=dict(cache))
                 okf_versions[s.name] = parsed.okf_version
                 _save_parse_cache(db, s, cache, parsed)
+                _save_file_stats(db, s, previous.get("files", {}).get(s.name, {}))
                 had_mentions = ((previous.get("fingerprints") or {}).get(s.name) or "").endswith(":mentions")
                 reports.append(_write_bundle(db, parsed, prune, compare_all_edges=link_mentions or had_mentions))
                 _update_degrees(db, reports[-1].touched)
@@ -612,7 +613,7 @@ def _load_parse_cache(db: sqlite_utils.Database, bundle: str) -> dict[str, Any]:
 def _save_parse_cache(db, scanned: ScannedBundle, before: dict[str, Any], parsed: Bundle) -> None:
     """Keep the entries of files still present; write new ones and those whose links were resolved again."""
     after = parsed.parse_cache
-    current = {cache_key(f) for f in scanned.files if f.data is not None}
+    current = {cache_key(f) for f in scanned.files if f.readable}
     stale = [key for key in before if key not in current]
     db.conn.executemany("delete from parse_cache where key = ?", [(key,) for key in stale])
     db["parse_cache"].upsert_all(
@@ -620,6 +621,15 @@ def _save_parse_cache(db, scanned: ScannedBundle, before: dict[str, Any], parsed
          for key in sorted((current - set(before)) | (parsed.cache_updates & current)) if key in after),
         pk="key",
     )
+
+
+def _save_file_stats(db: sqlite_utils.Database, scanned: ScannedBundle, before: dict[str, tuple[str, str]]) -> None:
+    """What the next scan compares each file with (bundle.file_stat): only the rows that changed are written."""
+    now = {f.path: (f.stat, f.digest) for f in scanned.files if f.readable and f.stat}
+    db.conn.executemany("delete from file_stats where bundle = ? and path = ?",
+                        [(scanned.name, path) for path in before if path not in now])
+    db.conn.executemany("insert or replace into file_stats (bundle, path, stat, digest) values (?, ?, ?, ?)",
+                        [(scanned.name, path, *seen) for path, seen in now.items() if before.get(path) != seen])
 
 
 def _write_chunks(db: sqlite_utils.Database, concepts: list[Concept]) -> None:
@@ -888,6 +898,10 @@ def _previous_state(output: Path) -> dict:
         db = connect(output)
         meta = read_meta(db.conn)
         unembedded = _unembedded(db, meta.get("embedding_model") or "")
+        files: dict[str, dict[str, tuple[str, str]]] = defaultdict(dict)
+        if "file_stats" in db.table_names():
+            for bundle, path, seen, digest in db.execute("select bundle, path, stat, digest from file_stats"):
+                files[bundle][path] = (seen, digest)
         db.conn.close()
     except sqlite3.Error:  # unreadable or an older layout: rebuild it
         return {}
@@ -895,7 +909,7 @@ def _previous_state(output: Path) -> dict:
         return {}
     fingerprints = {name: b.get("fingerprint") for name, b in bundles_of(meta).items()}
     return {"fingerprints": fingerprints, "embedding_model": meta.get("embedding_model"), "unembedded": unembedded,
-            "calibrated": not needs_calibration(meta, meta.get("embedding_model") or "", None)}
+            "calibrated": not needs_calibration(meta, meta.get("embedding_model") or "", None), "files": files}
 
 
 def _fill_report(db: sqlite_utils.Database, report: BundleReport) -> None:
