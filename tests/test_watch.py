@@ -129,7 +129,10 @@ def live(tmp_path):
     process = subprocess.Popen(
         [sys.executable, "-m", "datasette", "okf", "build", str(bundle), "-o", str(bundle / "myvault.db"),
          "--watch", "--serve", "--port", str(port)], stdout=log, stderr=subprocess.STDOUT,
-        env={**os.environ, "PYTHONFAULTHANDLER": "1"})  # SIGABRT prints where every thread is
+        env={**os.environ, "PYTHONFAULTHANDLER": "1"},  # SIGABRT prints where every thread is
+        # Ctrl-C as a terminal's foreground process gets it: a test run started in the background (`&` in a shell
+        # without job control) hands its children SIGINT ignored, and the watch never stopped (seen twice)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     base = f"http://127.0.0.1:{port}/"
     try:
         until(lambda: ask(base, "Who is Nessa Thorne?")["confident"], "the first answer")
