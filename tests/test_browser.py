@@ -98,7 +98,7 @@ def test_vault_concepts_are_faceted_and_internal_tables_hidden(vault_server, bro
     tables = [a.text for a in browser.find_elements(By.CSS_SELECTOR, "h3 > a")]
     assert "concepts" in tables and "edges" in tables
     hidden = [t for t in tables if t.startswith(("chunk_vectors_", "chunk_bits_", "concepts_fts"))
-              or t in ("parse_cache", "sqlite_sequence", "chunk_floats")]
+              or t in ("parse_cache", "file_stats", "sqlite_sequence", "chunk_floats")]
     assert hidden == []
 
 

@@ -67,9 +67,9 @@ def test_internal_tables_are_hidden_and_concepts_comes_early(vector_vault_db):
     hidden = {t["name"] for t in database["tables"] if t["hidden"]}
     assert "chunk_vectors_vector_chunks00" in hidden and "chunk_bits_rowids" in hidden  # vectors were built
     assert not [name for name in visible if name.startswith(INTERNAL)]
-    assert not {"chunk_floats", "parse_cache", "sqlite_sequence"} & set(visible)
+    assert not {"chunk_floats", "parse_cache", "file_stats", "sqlite_sequence"} & set(visible)
     assert visible.index("concepts") < 5 and "meta" in visible
-    assert not {"chunk_floats", "parse_cache", "sqlite_sequence", "meta"} & {
+    assert not {"chunk_floats", "parse_cache", "file_stats", "sqlite_sequence", "meta"} & {
         t["name"] for t in home["myvault"]["tables_and_views_truncated"]}
 
 
