@@ -126,13 +126,20 @@ def live(tmp_path):
     (bundle / ".obsidian").mkdir(exist_ok=True)
     port = closed_port()
     log = (tmp_path / "watch.log").open("w")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "datasette", "okf", "build", str(bundle), "-o", str(bundle / "myvault.db"),
-         "--watch", "--serve", "--port", str(port)], stdout=log, stderr=subprocess.STDOUT,
-        env={**os.environ, "PYTHONFAULTHANDLER": "1"},  # SIGABRT prints where every thread is
-        # Ctrl-C as a terminal's foreground process gets it: a test run started in the background (`&` in a shell
-        # without job control) hands its children SIGINT ignored, and the watch never stopped (seen twice)
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    # Ctrl-C as a terminal's foreground process gets it: a test run started in the background (`&` in a shell
+    # without job control) has SIGINT ignored, which its children inherit, and the watch never stopped (seen
+    # twice). A signal with a handler is reset to its default in a new program, an ignored one is not.
+    ignored = signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    if ignored:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "datasette", "okf", "build", str(bundle), "-o", str(bundle / "myvault.db"),
+             "--watch", "--serve", "--port", str(port)], stdout=log, stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONFAULTHANDLER": "1"})  # SIGABRT prints where every thread is
+    finally:
+        if ignored:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
     base = f"http://127.0.0.1:{port}/"
     try:
         until(lambda: ask(base, "Who is Nessa Thorne?")["confident"], "the first answer")
