@@ -170,8 +170,10 @@ RACY_NS = 2_000_000_000  # a file written this close to its scan may change agai
 
 def file_stat(info: os.stat_result, scanned_at_ns: int) -> str:
     """What says a file is unchanged without reading it, as git's index does: size, modification and change
-    times (the change time moves on any write, even one that restores the modification time) and inode. "" for a
-    file written within RACY_NS of the scan: a second write in the same tick of a coarse clock would look alike."""
+    times (the change time moves on any write, even one that restores the modification time; on Windows, where
+    st_ctime is the creation time, such a rewrite of the same size goes unseen until the file changes again) and
+    inode. "" for a file written within RACY_NS of the scan: a second write in the same tick of a coarse clock
+    would look alike."""
     if max(info.st_mtime_ns, info.st_ctime_ns) >= scanned_at_ns - RACY_NS:
         return ""
     return f"{info.st_size}:{info.st_mtime_ns}:{info.st_ctime_ns}:{info.st_ino}"
