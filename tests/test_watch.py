@@ -5,6 +5,7 @@ tests/fixtures/vault and poll over HTTP until the database shows each change; ho
 by benchmarks/live_vault.py, not asserted here.
 """
 
+import contextlib
 import json
 import os
 import shutil
@@ -136,7 +137,8 @@ def live(tmp_path):
         process = subprocess.Popen(
             [sys.executable, "-m", "datasette", "okf", "build", str(bundle), "-o", str(bundle / "myvault.db"),
              "--watch", "--serve", "--port", str(port)], stdout=log, stderr=subprocess.STDOUT,
-            env={**os.environ, "PYTHONFAULTHANDLER": "1"})  # SIGABRT prints where every thread is
+            env={**os.environ, "PYTHONFAULTHANDLER": "1"},  # SIGABRT prints where every thread is
+            start_new_session=True)  # its own process group: the server it starts goes with it, whatever happens
     finally:
         if ignored:
             signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -148,6 +150,8 @@ def live(tmp_path):
         if process.poll() is None:
             process.terminate()
             process.wait(timeout=20)
+        with contextlib.suppress(ProcessLookupError):  # a watch that was aborted left its Datasette serving
+            os.killpg(process.pid, signal.SIGKILL)
         log.close()
 
 
