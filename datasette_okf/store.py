@@ -216,7 +216,8 @@ def _build_locked(
     leftover = _log_has_frames(output)
     wal_pending = _fold_leftover_wal(output) if leftover else None
     previous = _previous_state(output)
-    scanned = [scan_bundle(root, skip=build_outputs(output), known=previous.get("files", {}).get(Path(root).resolve().name))
+    last_seen = previous.get("files", {})  # by bundle: each file's stat and digest at the last build
+    scanned = [scan_bundle(root, skip=build_outputs(output), known=last_seen.get(Path(root).resolve().name))
                for root in roots]
     clash = [n for n, count in Counter(s.name for s in scanned).items() if count > 1]
     if clash:
@@ -267,7 +268,7 @@ def _build_locked(
                 parsed = parse_bundle(s, progress.file, link_mentions, parse_cache=dict(cache))
                 okf_versions[s.name] = parsed.okf_version
                 _save_parse_cache(db, s, cache, parsed)
-                _save_file_stats(db, s, previous.get("files", {}).get(s.name, {}))
+                _save_file_stats(db, s, last_seen.get(s.name, {}))
                 had_mentions = ((previous.get("fingerprints") or {}).get(s.name) or "").endswith(":mentions")
                 reports.append(_write_bundle(db, parsed, prune, compare_all_edges=link_mentions or had_mentions))
                 _update_degrees(db, reports[-1].touched)
