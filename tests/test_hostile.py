@@ -158,6 +158,24 @@ def test_reserved_names_clash_cleanly(tmp_path):
     assert any(e.src == "r/a" and e.dst in ("r/index", "r/INDEX") for e in bundle.edges)
 
 
+def test_a_folder_that_cannot_be_listed_is_reported_and_the_rest_is_built(tmp_path, monkeypatch):
+    """A folder without read permission (root reads anything, so the listing fails here by hand): os.walk skipped
+    it in silence; the scan names it."""
+    root = write_bundle(tmp_path / "r", {"a.md": "---\ntype: T\n---\nA.\n", "locked/b.md": "---\ntype: T\n---\nB.\n"})
+    listing = os.scandir
+
+    def scandir(path):
+        if str(path).endswith("locked"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return listing(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    bundle = parse_bundle(scan_bundle(root))
+    assert [c.id for c in bundle.concepts] == ["r/a"]
+    assert [(i.file, i.severity, i.message) for i in bundle.build_issues] == [
+        ("locked", "warning", "cannot list folder: Permission denied")]
+
+
 def test_a_bundle_with_no_concepts_is_a_clear_error_not_an_empty_database(tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
