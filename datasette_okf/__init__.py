@@ -49,6 +49,16 @@ def prepare_connection(conn):
 
 
 @hookimpl
+def startup(datasette):
+    async def inner():
+        from .web import prepare_databases
+
+        await prepare_databases(datasette)
+
+    return inner
+
+
+@hookimpl
 def register_routes():
     from .web import context_for_json, context_for_page
 

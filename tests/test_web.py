@@ -4,12 +4,18 @@ import asyncio
 import json
 import shutil
 import sqlite3
+import threading
 
 import pytest
 from datasette.app import Datasette
 
-from datasette_okf import context_for
+from datasette_okf import context_for, web
 from datasette_okf.retrieve import MENTION_FLOOR
+from datasette_okf.sqlfunctions import CATEGORY_INDEXES, TITLE_INDEXES
+from datasette_okf.store import build
+from datasette_okf.web import PREPARING
+
+from .conftest import write_bundle
 
 QUESTION = "Who does the Tinker work for?"
 
@@ -451,3 +457,37 @@ def test_a_note_the_lists_put_in_a_slot_the_walk_left_says_so_with_its_ranks(tmp
     assert nexts and all(n["via"] == "next in the lists: fts" for n in nexts)
     for node in nexts:
         assert f"next in the lists: fts — ranks: fts #{node['why']['ranks']['fts']} " in page
+
+
+def _prepared(ds) -> None:
+    """Wait for the start-up thread that prepares the databases (it may be done already)."""
+    asyncio.run(ds.invoke_startup())
+    for thread in threading.enumerate():
+        if thread.name == PREPARING:
+            thread.join(timeout=60)
+
+
+def test_the_server_prepares_each_database_as_it_starts(tmp_path):
+    """The first question to a server costs what any new one does: the indexes of the build are made at start-up
+    (retrieve.prepare; 0.95 s -> 0.08 s for the first question at 10k notes, benchmarks/first_question.py)."""
+    bundle = write_bundle(tmp_path / "b", {"Maren Holt.md": "# Maren Holt\nCaptain of the Gull.\n"})
+    db = tmp_path / "b.db"
+    build([bundle], db, embed=False)
+    _prepared(Datasette([str(db)]))
+    assert [state for state in TITLE_INDEXES.made if state[0] == str(db)] != []
+    assert [state for state in CATEGORY_INDEXES.made if state[0] == str(db)] != []
+
+
+def test_a_database_that_cannot_be_prepared_is_one_line_and_the_server_serves(tmp_path, monkeypatch, capsys):
+    bundle = write_bundle(tmp_path / "b", {"Maren Holt.md": "# Maren Holt\nCaptain of the Gull.\n"})
+    db = tmp_path / "b.db"
+    build([bundle], db, embed=False)
+
+    def failing(conn, options):
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(web, "prepare", failing)
+    ds = Datasette([str(db)])
+    _prepared(ds)
+    assert capsys.readouterr().err == "datasette-okf: could not prepare 'b' for questions: disk on fire\n"
+    assert fetch(ds, "/-/context_for.json?q=Who+is+Maren+Holt%3F").json()["nodes"][0]["title"] == "Maren Holt"
