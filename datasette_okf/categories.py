@@ -78,7 +78,8 @@ class CategoryIndex:
     def named(self, question: str) -> list[dict[str, Any]]:
         """The categories `question` names, in its order: each {"words", "label", "tags", "folders", "ids", "notes",
         "asked"} (label: its first tag, else its first value, else its first folder's name; ids: its values' notes;
-        notes: an upper bound of those it holds; asked: it asks
+        notes: an upper bound of those it holds; least: a lower bound, the most one of its tags, folders or values
+        holds; asked: it asks
         which of them, _asks_which_of). A category whose words lie inside a longer one the question names is that
         one's word ("player character" is `PlayerCharacter` where a vault has it)."""
         found = []
@@ -99,7 +100,9 @@ class CategoryIndex:
                 "words": " ".join(key), "label": label, "tags": list(held["tags"]), "folders": list(held["folders"]),
                 "ids": [i for ids in held["values"].values() for i in ids],
                 "notes": sum(held["tags"].values()) + sum(held["folders"].values())
-                + sum(len(ids) for ids in held["values"].values()), "asked": False})
+                + sum(len(ids) for ids in held["values"].values()),
+                "least": max([*held["tags"].values(), *held["folders"].values(),
+                              *(len(set(ids)) for ids in held["values"].values())]), "asked": False})
             openers = ("which", "what") if held["tags"] or held["folders"] else ("which",)  # "What divine dreams came
             # to Kothar?" asks what they were, not which deities hold `secondarydomains: Dreams`
             category["asked"] |= written[start:end] != said[start:end] and _asks_which_of(written[:start], openers)

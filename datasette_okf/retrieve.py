@@ -1467,7 +1467,9 @@ CATEGORY_SQL = """with named as materialized (
 ),
 driving as materialized (  -- when a set is asked for: the category asked which of, else the one of fewest notes
   select category from named
-  where :list_question or exists (select 1 from named where asked)
+  where (:list_question or exists (select 1 from named where asked))
+    -- but no lone category of more notes than a set lists: its every note would be in the set, none added
+    and not ((select count(*) from named) = 1 and json_extract(category, '$.least') > cast(:most as integer))
   order by asked desc, json_extract(category, '$.notes') limit 1
 ),
 candidates as (  -- its notes: under its folders (an id range), holding its tags (FTS5's tags column) or values
@@ -1481,17 +1483,23 @@ candidates as (  -- its notes: under its folders (an id range), holding its tags
       select group_concat('"' || replace(tag.value, '"', '""') || '"', ' OR ')
       from json_each(driving.category, '$.tags') as tag) || ')' from driving), '""')
 ),
+wanted as materialized (  -- each named category's tags, folders and ids, read once
+  select named.key, 'tag' as kind, tag.value as name from named, json_each(named.category, '$.tags') as tag
+  union all select named.key, 'folder', folder.value from named, json_each(named.category, '$.folders') as folder
+  union all select named.key, 'id', note.value from named, json_each(named.category, '$.ids') as note
+),
 holding as materialized (  -- the named categories each holds: one of the tags, or one nested below it; or a folder
-  select concepts.id, named.key, named.asked from candidates join concepts on concepts.id = candidates.id
+  select concepts.id, named.key, named.asked  -- cross join: from the candidates (else SQLite may read every note)
+  from candidates cross join concepts on concepts.id = candidates.id
   join named on exists (
-      select 1 from json_each(concepts.tags) as held join json_each(named.category, '$.tags') as wanted
-      on held.value = wanted.value or substr(held.value, 1, length(wanted.value) + 1) = wanted.value || '/')
-    or exists (select 1 from json_each(named.category, '$.folders') as folder
-               where substr(concepts.id, 1, length(folder.value) + 1) = folder.value || '/')
-    or concepts.id in (select value from json_each(named.category, '$.ids'))
+      select 1 from json_each(concepts.tags) as held join wanted on wanted.key = named.key and wanted.kind = 'tag'
+      and (held.value = wanted.name or substr(held.value, 1, length(wanted.name) + 1) = wanted.name || '/'))
+    or exists (select 1 from wanted where wanted.key = named.key and wanted.kind = 'folder'
+               and substr(concepts.id, 1, length(wanted.name) + 1) = wanted.name || '/')
+    or exists (select 1 from wanted where wanted.key = named.key and wanted.kind = 'id' and wanted.name = concepts.id)
   where not concepts.is_index
 ),
-counted as (
+counted as materialized (
   select id, count(*) as holds from holding group by id
   having sum(asked) = (select count(*) from named where asked)  -- every category asked which of
 ),

@@ -41,11 +41,12 @@ def test_a_question_names_the_categories_whose_words_it_says_side_by_side_in_its
                           ["v/Characters/Group 6", "v/Characters/Group 6", "v/Characters/Group 3", "v/Places"])
     assert index.named("Who are the player characters in Group 6?") == [
         {"words": "player", "label": "Player", "tags": ["Player"], "folders": [], "ids": [], "notes": 1,
-         "asked": False},
+         "least": 1, "asked": False},
         {"words": "character", "label": "Character", "tags": ["Character"], "folders": ["v/Characters"], "ids": [],
-         "notes": 4, "asked": False},  # the tag's note and the folder's three, a folder above another holding theirs
+         "notes": 4, "least": 3, "asked": False},  # the tag's note and the folder's three, a folder above another holding
+        # theirs; at least the folder's three
         {"words": "group 6", "label": "Group6", "tags": ["Group6"], "folders": ["v/Characters/Group 6"], "ids": [],
-         "notes": 4, "asked": False}]
+         "notes": 4, "least": 2, "asked": False}]
     assert [c["words"] for c in index.named("Which group had 6 players?")] == ["player"]  # not side by side
     assert index.named("Where is the harbour?") == []
 
@@ -77,7 +78,7 @@ def test_a_short_frontmatter_value_few_notes_share_is_a_category_of_those_notes(
     index = CategoryIndex([], [], values)
     assert index.named("Which realms are governed as monarchies?") == [
         {"words": "monarchy", "label": "governmenttype: Monarchy", "tags": [], "folders": [],
-         "ids": ["v/Kanda", "v/Tidecairn"], "notes": 2, "asked": False}]
+         "ids": ["v/Kanda", "v/Tidecairn"], "notes": 2, "least": 2, "asked": False}]
     assert index.named("Which monsters are normal?") == []
 
 

@@ -1976,7 +1976,7 @@ def test_a_question_asking_which_of_the_categories_it_names_gets_the_notes_holdi
         rows = connection(tmp_path / "v.db").execute(result["sql"]["categories"],
                                                      result["params"]["categories"]).fetchall()
         found = [n["title"] for n in result["nodes"] if n["id"] in {row[0] for row in rows}]
-        start = 0 if result["nodes"][0]["title"] in found else 1  # right after the top note, or all there is
+        start = 0 if not found or result["nodes"][0]["title"] in found else 1  # right after the top note, or all
         assert [n["title"] for n in result["nodes"][start:start + len(found)]] == found
         assert all("category: " in n["via"] for n in result["nodes"] if n["title"] in found)  # a seed's line too
         return found
@@ -1990,3 +1990,4 @@ def test_a_question_asking_which_of_the_categories_it_names_gets_the_notes_holdi
     assert members("What did the player characters of Group 1 do in the harbour?") == []  # no list asked
     monkeypatch.setattr(retrieve, "CATEGORY_MOST", 1)
     assert members("Who are the player characters in Group 1?") == []  # more than the context lists
+    assert members("Who are the lieutenants?") == []  # a lone category of more: not read at all (its `least`)
