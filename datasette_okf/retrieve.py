@@ -717,7 +717,7 @@ SERIES_MEMBERS_SQL = """with recursive reach(id, steps, direction) as (
   select edges.src, reach.steps + 1, -1 from reach join edges on edges.dst = reach.id and edges.kind = 'sequence'
   where reach.direction = -1 and reach.steps < cast(:reach as integer)
 )
-select distinct concepts.path from reach join concepts on concepts.id = reach.id
+select distinct concepts.path from reach cross join concepts on concepts.id = reach.id  -- from reach: not every note
 where exists (select 1 from edges where edges.src = reach.id and edges.kind = 'sequence')
    or exists (select 1 from edges where edges.dst = reach.id and edges.kind = 'sequence')"""
 
