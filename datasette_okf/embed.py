@@ -82,8 +82,18 @@ class MiniLMEncoder:
         return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
 
 
-@lru_cache(maxsize=1)
+_MINILM = threading.Lock()
+
+
 def minilm() -> MiniLMEncoder:
+    """The one encoder of the process: a second thread asking while the first loads it waits (two sessions at once
+    are two copies of the model in memory)."""
+    with _MINILM:
+        return _minilm()
+
+
+@lru_cache(maxsize=1)
+def _minilm() -> MiniLMEncoder:
     return MiniLMEncoder()
 
 

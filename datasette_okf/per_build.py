@@ -27,11 +27,14 @@ def build_of(conn: Any) -> tuple[str, str] | None:
 
 
 class PerBuild(Generic[T]):
-    """`make(conn)` once per state of a file (`state(conn)`; None: not shared), the last `keep` states kept."""
+    """`make(conn)` once per state of a file (`state(conn)`; None: not shared), the last `keep` states kept. A thread
+    asking for a state another is making waits for it: two copies at once (a server preparing a file as it starts,
+    and its first question) took a 10k-note Datasette's peak RSS from 350 to 540 MB."""
 
     def __init__(self, state: Callable[[Any], Hashable | None], make: Callable[[Any], T], keep: int = 4) -> None:
         self.state, self.make, self.keep = state, make, keep
         self.made: OrderedDict[Hashable, T] = OrderedDict()
+        self.making: dict[Hashable, threading.Lock] = {}  # a lock per state being made
         self.lock = threading.Lock()
 
     def get(self, conn: Any) -> T:
@@ -42,10 +45,18 @@ class PerBuild(Generic[T]):
             if state in self.made:
                 self.made.move_to_end(state)
                 return self.made[state]
-        made = self.make(conn)
-        if self.state(conn) == state:  # no build committed while we read: safe to share
+            making = self.making.setdefault(state, threading.Lock())
+        with making:
+            with self.lock:  # made while we waited
+                if state in self.made:
+                    self.made.move_to_end(state)
+                    return self.made[state]
+            made = self.make(conn)
+            if self.state(conn) == state:  # no build committed while we read: safe to share
+                with self.lock:
+                    self.made[state] = made
+                    while len(self.made) > self.keep:
+                        self.made.popitem(last=False)
             with self.lock:
-                self.made[state] = made
-                while len(self.made) > self.keep:
-                    self.made.popitem(last=False)
+                self.making.pop(state, None)
         return made

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
+import time
 
 import pytest
 
@@ -46,6 +48,38 @@ def test_what_was_made_while_a_build_committed_is_not_shared(tmp_path):
     cache = PerBuild(lambda conn: next(states), lambda conn: made.append("made") or len(made))
     assert cache.get(None) == 1  # the state changed while making: not kept
     assert cache.get(None) == 2 and cache.get(None) == 2 and len(made) == 2  # kept from the second on
+
+
+
+def test_a_thread_asking_for_a_state_another_is_making_waits_for_it():
+    """A server preparing a file as it starts and its first question at once made two copies of each index and of
+    the model: a 10k-note Datasette's peak RSS 350 -> 540 MB. Now the second waits and gets the first's."""
+    calls, made, results = [], [], []
+    second_in, release = threading.Event(), threading.Event()
+
+    def state(conn):
+        calls.append(conn)
+        if len(calls) == 2:
+            second_in.set()
+        return ("f", "1")
+
+    def make(conn):
+        made.append(conn)
+        release.wait(10)
+        return f"made by {conn}"
+
+    cache = PerBuild(state, make)
+    threads = [threading.Thread(target=lambda who=who: results.append(cache.get(who))) for who in ("first", "second")]
+    threads[0].start()
+    while not made:
+        time.sleep(0.005)
+    threads[1].start()
+    second_in.wait(10)
+    time.sleep(0.05)  # the second is past its state and at the cache
+    release.set()
+    for thread in threads:
+        thread.join(10)
+    assert made == ["first"] and results == ["made by first", "made by first"]
 
 
 def _copy(db, to):
