@@ -47,16 +47,18 @@ class PerBuild(Generic[T]):
                 return self.made[state]
             making = self.making.setdefault(state, threading.Lock())
         with making:
-            with self.lock:  # made while we waited
-                if state in self.made:
-                    self.made.move_to_end(state)
-                    return self.made[state]
-            made = self.make(conn)
-            if self.state(conn) == state:  # no build committed while we read: safe to share
+            try:
+                with self.lock:  # made while we waited
+                    if state in self.made:
+                        self.made.move_to_end(state)
+                        return self.made[state]
+                made = self.make(conn)
+                if self.state(conn) == state:  # no build committed while we read: safe to share
+                    with self.lock:
+                        self.made[state] = made
+                        while len(self.made) > self.keep:
+                            self.made.popitem(last=False)
+            finally:  # made, shared or not, or failed: the next to ask does not wait on this lock
                 with self.lock:
-                    self.made[state] = made
-                    while len(self.made) > self.keep:
-                        self.made.popitem(last=False)
-            with self.lock:
-                self.making.pop(state, None)
+                    self.making.pop(state, None)
         return made

@@ -137,3 +137,18 @@ def test_prepare_never_calls_a_model_that_is_not_the_embedded_one(tmp_path, test
 
     monkeypatch.setattr(sqlfunctions, "embed_query", no_model)
     assert list(prepare(str(db))) == ["titles", "categories", "dates"]
+
+
+def test_a_make_that_fails_leaves_nothing_behind_and_the_next_ask_makes_it():
+    attempts = []
+
+    def make(conn):
+        attempts.append(conn)
+        if len(attempts) == 1:
+            raise OSError("disk read error")
+        return "made"
+
+    cache = PerBuild(lambda conn: ("f", "1"), make)
+    with pytest.raises(OSError):
+        cache.get("first")
+    assert cache.making == {} and cache.get("second") == "made" and cache.making == {}
