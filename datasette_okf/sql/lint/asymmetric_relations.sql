@@ -3,5 +3,6 @@
 -- level: warning
 select a.src as concept, a.predicate, a.dst from edges a
 where a.kind = 'relation' and a.dst is not null and a.dst != a.src and :folder in ('', okf_folder(a.src))
-  and not exists (select 1 from edges b where b.kind = 'relation' and b.src = a.dst and b.dst = a.src)
+  -- by the edges out of a.dst (`+`: not every edge into a hub; 100k synthetic notes 3.2 -> 1.0 s)
+  and not exists (select 1 from edges b where b.kind = 'relation' and b.src = a.dst and +b.dst = a.src)
 order by a.src, a.predicate
