@@ -459,12 +459,17 @@ def test_a_note_the_lists_put_in_a_slot_the_walk_left_says_so_with_its_ranks(tmp
         assert f"next in the lists: fts — ranks: fts #{node['why']['ranks']['fts']} " in page
 
 
-def _prepared(ds) -> None:
-    """Wait for the start-up thread that prepares the databases (it may be done already)."""
-    asyncio.run(ds.invoke_startup())
+def _no_preparing() -> None:
+    """Wait for every start-up thread that prepares databases (an earlier test's server may have left one)."""
     for thread in threading.enumerate():
         if thread.name == PREPARING:
             thread.join(timeout=60)
+
+
+def _prepared(ds) -> None:
+    """Start `ds` and wait for the thread that prepares its databases (it may be done already)."""
+    asyncio.run(ds.invoke_startup())
+    _no_preparing()
 
 
 def test_the_server_prepares_each_database_as_it_starts(tmp_path):
@@ -486,6 +491,7 @@ def test_a_database_that_cannot_be_prepared_is_one_line_and_the_server_serves(tm
     def failing(conn, options):
         raise RuntimeError("disk on fire")
 
+    _no_preparing()  # another server's thread must not meet the failing prepare and print too
     monkeypatch.setattr(web, "prepare", failing)
     ds = Datasette([str(db)])
     _prepared(ds)
