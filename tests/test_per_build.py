@@ -16,6 +16,7 @@ from datasette_okf.per_build import PerBuild
 from datasette_okf.retrieve import connection, context_for, prepare
 from datasette_okf.sqlfunctions import TITLE_INDEXES
 from datasette_okf.store import build
+from datasette_okf.web import PREPARING
 
 from .conftest import write_bundle
 
@@ -80,6 +81,14 @@ def test_a_thread_asking_for_a_state_another_is_making_waits_for_it():
     for thread in threads:
         thread.join(10)
     assert made == ["first"] and results == ["made by first", "made by first"]
+
+
+@pytest.fixture(autouse=True)
+def _no_preparing():
+    """An earlier test's server may still be preparing on its start-up thread: it would make (or evict) states."""
+    for thread in threading.enumerate():
+        if thread.name == PREPARING:
+            thread.join(timeout=60)
 
 
 def _copy(db, to):
