@@ -16,35 +16,21 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import statistics
 import subprocess
-import sys
+import tempfile
 import time
 import urllib.parse
 import urllib.request
 from pathlib import Path
 
-from scale import questions
+from scale import questions, serve
 
 
-def serve(checkout: str, db: str) -> tuple[subprocess.Popen, int]:
-    """`datasette serve DB` running `checkout`'s datasette_okf, once it answers: (process, port)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+def serve_checkout(checkout: str, db: str) -> tuple[subprocess.Popen, int]:
+    """`datasette serve DB` running `checkout`'s datasette_okf (first on PYTHONPATH, started outside any checkout)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [checkout, os.environ.get("PYTHONPATH")]))}
-    process = subprocess.Popen([sys.executable, "-m", "datasette", "serve", db, "-h", "127.0.0.1", "-p", str(port)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd="/tmp")
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/-/versions.json", timeout=5).read()
-            return process, port
-        except OSError:
-            time.sleep(0.1)
-    process.kill()
-    raise SystemExit("datasette did not start")
+    return serve(Path(db), env=env, cwd=tempfile.gettempdir())
 
 
 def get(port: str | int, path: str) -> bytes:
@@ -65,7 +51,7 @@ def main() -> None:
     hooks: dict[str, list[str]] = {}
     for _ in range(args.runs):
         for checkout in args.checkouts:
-            process, port = serve(checkout, args.db)
+            process, port = serve_checkout(checkout, args.db)
             try:
                 plugins = json.loads(get(port, "/-/plugins.json"))
                 hooks[checkout] = next(p["hooks"] for p in plugins if p["name"] == "datasette-okf")

@@ -120,13 +120,14 @@ DEFAULT_BUILD = ("import sys; from datasette_okf.store import build; "
                  "build([sys.argv[1]], sys.argv[2], embedding_cache=False)")
 
 
-def serve(db: Path) -> tuple[subprocess.Popen, int]:
-    """`datasette serve DB` on a free 127.0.0.1 port, once it accepts connections: (process, port)."""
+def serve(db: Path, env: dict[str, str] | None = None, cwd: str | None = None) -> tuple[subprocess.Popen, int]:
+    """`datasette serve DB` on a free 127.0.0.1 port, once it accepts connections: (process, port). `env`: the
+    child's environment (default SAME_CODE); `cwd`: its folder (`-m` puts it first on sys.path)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     process = subprocess.Popen([sys.executable, "-m", "datasette", "serve", str(db), "-h", "127.0.0.1", "-p", str(port)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=SAME_CODE)
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env or SAME_CODE, cwd=cwd)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         try:

@@ -33,6 +33,7 @@ import contextlib
 import hashlib
 import math
 import socket
+import threading
 
 import llm
 
@@ -154,3 +155,13 @@ def embedding_cache_file(monkeypatch, tmp_path_factory):
     path = tmp_path_factory.mktemp("embedding-cache") / "vectors.db"
     monkeypatch.setenv("DATASETTE_OKF_CACHE", str(path))
     return path
+
+
+def wait_for_preparing() -> None:
+    """Wait for every start-up thread that prepares databases (web.PREPARING): a server an earlier test started
+    may still have one, which could meet a test's patched code or make a per-build state it counts on."""
+    from datasette_okf.web import PREPARING
+
+    for thread in threading.enumerate():
+        if thread.name == PREPARING:
+            thread.join(timeout=60)

@@ -16,9 +16,8 @@ from datasette_okf.per_build import PerBuild
 from datasette_okf.retrieve import connection, context_for, prepare
 from datasette_okf.sqlfunctions import TITLE_INDEXES
 from datasette_okf.store import build
-from datasette_okf.web import PREPARING
 
-from .conftest import write_bundle
+from .conftest import wait_for_preparing, write_bundle
 
 
 def _names(conn, text: str) -> list[str]:
@@ -85,10 +84,7 @@ def test_a_thread_asking_for_a_state_another_is_making_waits_for_it():
 
 @pytest.fixture(autouse=True)
 def _no_preparing():
-    """An earlier test's server may still be preparing on its start-up thread: it would make (or evict) states."""
-    for thread in threading.enumerate():
-        if thread.name == PREPARING:
-            thread.join(timeout=60)
+    wait_for_preparing()
 
 
 def _copy(db, to):

@@ -4,7 +4,6 @@ import asyncio
 import json
 import shutil
 import sqlite3
-import threading
 
 import pytest
 from datasette.app import Datasette
@@ -13,9 +12,8 @@ from datasette_okf import context_for, web
 from datasette_okf.retrieve import MENTION_FLOOR
 from datasette_okf.sqlfunctions import CATEGORY_INDEXES, TITLE_INDEXES
 from datasette_okf.store import build
-from datasette_okf.web import PREPARING
 
-from .conftest import write_bundle
+from .conftest import wait_for_preparing, write_bundle
 
 QUESTION = "Who does the Tinker work for?"
 
@@ -459,17 +457,10 @@ def test_a_note_the_lists_put_in_a_slot_the_walk_left_says_so_with_its_ranks(tmp
         assert f"next in the lists: fts — ranks: fts #{node['why']['ranks']['fts']} " in page
 
 
-def _no_preparing() -> None:
-    """Wait for every start-up thread that prepares databases (an earlier test's server may have left one)."""
-    for thread in threading.enumerate():
-        if thread.name == PREPARING:
-            thread.join(timeout=60)
-
-
 def _prepared(ds) -> None:
     """Start `ds` and wait for the thread that prepares its databases (it may be done already)."""
     asyncio.run(ds.invoke_startup())
-    _no_preparing()
+    wait_for_preparing()
 
 
 def test_the_server_prepares_each_database_as_it_starts(tmp_path):
@@ -491,7 +482,7 @@ def test_a_database_that_cannot_be_prepared_is_one_line_and_the_server_serves(tm
     def failing(conn, options):
         raise RuntimeError("disk on fire")
 
-    _no_preparing()  # another server's thread must not meet the failing prepare and print too
+    wait_for_preparing()  # another server's thread must not meet the failing prepare and print too
     monkeypatch.setattr(web, "prepare", failing)
     ds = Datasette([str(db)])
     _prepared(ds)
