@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
 import time
@@ -200,13 +201,15 @@ def watch_and_serve(bundles: tuple[Path, ...], output: Path, rebuild, cache, no_
     from .embed import canonical_id, get_model
     from .schema import stored_model
     from .watch import Watcher
+    from .web import FOLLOW
 
     model_id = None if no_embed else canonical_id(stored_model(connection(str(output))))
     server = None
     if serve:
         host, port, metadata = serve
         command = [sys.executable, "-m", "datasette", "serve", str(output), "--host", host, "--port", str(port)]
-        server = subprocess.Popen(command + (["--metadata", str(metadata)] if metadata else []))
+        server = subprocess.Popen(command + (["--metadata", str(metadata)] if metadata else []),
+                                  env={**os.environ, FOLLOW: "1"})  # it prepares again after each rebuild
         click.echo(f"serving http://{host}:{port}/ (ask at http://{host}:{port}/-/context_for)"
                    + (f"; {pending:,} chunks still to embed, answers use the vectors written so far" if pending else ""))
     click.echo(f"watching {', '.join(str(b) for b in bundles)}: every change is rebuilt, deleted files are removed "

@@ -634,15 +634,18 @@ PREPARE_SQL = {
 def prepare(db: Any, options: ContextOptions | None = None) -> dict[str, float]:
     """Make now, for every connection of this process, what the database's first question would make: its title,
     category and date indexes, the embedded model's session, and the vectors its vector list reads (the 1-bit codes
-    from `binary_from` chunks, else the floats). Returns each step's milliseconds. A server does this as it starts
+    from `binary_from` chunks, else the floats; not while a build is still embedding: each batch is a new state). Returns each step's milliseconds. A server does this as it starts
     (the `startup` hook), so that its first question costs what any new one does. A model other than the embedded
     default is not called: it may be a server that is not there."""
     options = options or ContextOptions()
     conn = connection(db)
     check_format(conn)
     steps = ["titles", "categories", "dates"]
-    if _has_table(conn, "chunk_vectors") and is_default(stored_model(conn)):
-        steps += ["model", "codes" if _chunk_count(conn) >= options.binary_from else "vectors"]
+    model = stored_model(conn)
+    if _has_table(conn, "chunk_vectors") and is_default(model):
+        steps.append("model")
+        if vectors_progress(conn, canonical_id(model)) is None:  # not while a build still commits a batch a second
+            steps.append("codes" if _chunk_count(conn) >= options.binary_from else "vectors")
     took = {}
     for step in steps:
         tick = time.perf_counter()

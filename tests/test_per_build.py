@@ -144,6 +144,25 @@ def test_prepare_never_calls_a_model_that_is_not_the_embedded_one(tmp_path, test
     assert list(prepare(str(db))) == ["titles", "categories", "dates"]
 
 
+def test_prepare_leaves_the_vectors_to_a_build_that_is_still_embedding_them(tmp_path):
+    """`build --watch` commits a batch of vectors a second, each a new state of the vectors: a following server
+    (web.Follower) prepares after each commit, and reading them all every time would be wasted. The indexes and the
+    model are prepared; the vectors once the last batch is in."""
+    from datasette_okf.embed import DEFAULT_MODEL, get_model
+    from datasette_okf.store import embed_pending
+
+    bundle = write_bundle(tmp_path / "b", {f"Captain {n}.md": f"# Captain {n}\nSails the {n} seas.\n" for n in "ABCD"})
+    db = tmp_path / "b.db"
+    build([bundle], db, vectors_behind=True)
+    assert list(prepare(str(db))) == ["titles", "categories", "dates", "model"]
+    model = get_model(DEFAULT_MODEL)
+    assert embed_pending(db, model, DEFAULT_MODEL, batch=2) > 0
+    assert list(prepare(str(db))) == ["titles", "categories", "dates", "model"]
+    while embed_pending(db, model, DEFAULT_MODEL, batch=2):
+        pass
+    assert list(prepare(str(db))) == ["titles", "categories", "dates", "model", "vectors"]
+
+
 def test_a_make_that_fails_leaves_nothing_behind_and_the_next_ask_makes_it():
     attempts = []
 

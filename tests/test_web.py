@@ -4,12 +4,15 @@ import asyncio
 import json
 import shutil
 import sqlite3
+import threading
+import time
 
 import pytest
 from datasette.app import Datasette
 
 from datasette_okf import context_for, web
 from datasette_okf.retrieve import MENTION_FLOOR
+from datasette_okf.schema import read_meta
 from datasette_okf.sqlfunctions import CATEGORY_INDEXES, TITLE_INDEXES
 from datasette_okf.store import build
 
@@ -457,10 +460,11 @@ def test_a_note_the_lists_put_in_a_slot_the_walk_left_says_so_with_its_ranks(tmp
         assert f"next in the lists: fts — ranks: fts #{node['why']['ranks']['fts']} " in page
 
 
-def _prepared(ds) -> None:
+def _prepared(ds):
     """Start `ds` and wait for the thread that prepares its databases (it may be done already)."""
     asyncio.run(ds.invoke_startup())
     wait_for_preparing()
+    return ds
 
 
 def test_the_server_prepares_each_database_as_it_starts(tmp_path):
@@ -472,6 +476,35 @@ def test_the_server_prepares_each_database_as_it_starts(tmp_path):
     _prepared(Datasette([str(db)]))
     assert [state for state in TITLE_INDEXES.made if state[0] == str(db)] != []
     assert [state for state in CATEGORY_INDEXES.made if state[0] == str(db)] != []
+
+
+def _followers(ds) -> list:
+    return [t for t in threading.enumerate() if isinstance(t, web.Follower) and t.datasette is ds]
+
+
+def test_a_server_told_to_follow_its_files_prepares_again_after_each_build(tmp_path, monkeypatch):
+    """`build --watch --serve` rebuilds under its server (the FOLLOW variable in the server's environment): the
+    first question after a save then costs what any new one does, not the build's indexes again."""
+    bundle = write_bundle(tmp_path / "b", {"Maren Holt.md": "# Maren Holt\nCaptain of the Gull.\n"})
+    db = tmp_path / "b.db"
+    build([bundle], db, embed=False)
+    assert _followers(_prepared(Datasette([str(db)]))) == []  # a server is not told to follow: it does not
+    monkeypatch.setenv(web.FOLLOW, "1")
+    ds = _prepared(Datasette([str(db)]))
+    [follower] = _followers(ds)
+    try:
+        time.sleep(0.5)  # the watch is set up on its thread
+        (bundle / "Port Vell.md").write_text("# Port Vell\nA fishing town.\n")
+        build([bundle], db, embed=False)
+        state = (str(db), read_meta(sqlite3.connect(db))["built_at"])
+        deadline = time.monotonic() + 30
+        while state not in TITLE_INDEXES.made and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert state in TITLE_INDEXES.made and state in CATEGORY_INDEXES.made  # made with no question asked
+    finally:
+        follower.stop.set()
+        follower.join(10)
+    assert not follower.is_alive()
 
 
 def test_a_database_that_cannot_be_prepared_is_one_line_and_the_server_serves(tmp_path, monkeypatch, capsys):
