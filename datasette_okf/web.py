@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
 import math
 import os
 import sys
@@ -222,6 +223,7 @@ class Follower(threading.Thread):
     def run(self) -> None:
         import watchfiles  # only a following server pays for importing it
 
+        logging.getLogger("watchfiles.main").setLevel(logging.WARNING)  # not "1 change detected" on uvicorn's log
         folders = {str(Path(path).parent) for path in self.files}
         for changes in watchfiles.watch(*folders, watch_filter=lambda _, path: self.changed(path) is not None,
                                         debounce=FOLLOW_DEBOUNCE_MS, recursive=False, stop_event=self.stop,

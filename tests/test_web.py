@@ -2,6 +2,7 @@
 
 import asyncio
 import json
+import logging
 import shutil
 import sqlite3
 import threading
@@ -482,9 +483,11 @@ def _followers(ds) -> list:
     return [t for t in threading.enumerate() if isinstance(t, web.Follower) and t.datasette is ds]
 
 
-def test_a_server_told_to_follow_its_files_prepares_again_after_each_build(tmp_path, monkeypatch):
+def test_a_server_told_to_follow_its_files_prepares_again_after_each_build(tmp_path, monkeypatch, caplog):
     """`build --watch --serve` rebuilds under its server (the FOLLOW variable in the server's environment): the
-    first question after a save then costs what any new one does, not the build's indexes again."""
+    first question after a save then costs what any new one does, not the build's indexes again. Quietly: uvicorn
+    shows INFO, and watchfiles said "1 change detected" at every write."""
+    caplog.set_level(logging.INFO)
     bundle = write_bundle(tmp_path / "b", {"Maren Holt.md": "# Maren Holt\nCaptain of the Gull.\n"})
     db = tmp_path / "b.db"
     build([bundle], db, embed=False)
@@ -501,6 +504,7 @@ def test_a_server_told_to_follow_its_files_prepares_again_after_each_build(tmp_p
         while state not in TITLE_INDEXES.made and time.monotonic() < deadline:
             time.sleep(0.05)
         assert state in TITLE_INDEXES.made and state in CATEGORY_INDEXES.made  # made with no question asked
+        assert [r.getMessage() for r in caplog.records if r.name.startswith("watchfiles")] == []
     finally:
         follower.stop.set()
         follower.join(10)
