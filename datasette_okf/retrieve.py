@@ -934,22 +934,27 @@ select place, seed, id, similarity from ranked where nth <= cast(:places as inte
 
 def mentioned(query: Query, seeds: list[Seed], fused: list[dict[str, Any]], walked: list[Arrival]) -> list[Arrival]:
     """3a. The walk's arrivals by mention: for each of the first seeds, the note its nearest chunk names that nothing
-    found yet, nearest the question, one statement for all of them (a note two chunks name goes to the first)."""
+    found yet, nearest the question, one statement for all of them. A note several of those chunks name goes to the
+    seed where it stands highest (its strength halved for each note walked from it already): 13th-Age-check7's
+    tai29, Escalation Die, named by the void dragon after its two links and by the huge black dragon with none."""
     read = [s for s in seeds if not s.bridged_from][: MENTION_SEEDS.get(query.options.mode, 1)]
     chunks = [[s.id, _nearest_chunk(query, fused, s)[:MAX_QUESTION], query.concepts[s.id]["bundle"]] for s in read]
     known = {s.id for s in seeds} | {w.id for w in walked}
     rows = query.run("mentioned", MENTIONED_SQL, {"chunks": json.dumps(chunks), "question": query.question,
                                                   "known": json.dumps(sorted(known)), "floor": MENTION_FLOOR,
                                                   "places": len(read)})
+    strength = _walk_strengths(seeds)
+    nth = {s.id: sum(1 for w in walked if w.seed == s.id) + 1 for s in read}
     taken: dict[str, dict[str, Any]] = {}
     for place in range(len(read)):
         row = next((r for r in rows if r["place"] == place and r["id"] not in taken), None)
-        if row is not None:
-            taken[row["id"]] = row
+        if row is not None:  # named by several seeds' chunks: it goes to the seed where it stands highest
+            taken[row["id"]] = max((r for r in rows if r["id"] == row["id"]),
+                                   key=lambda r: (strength[r["seed"]] * WALK_SHARE ** nth[r["seed"]], -r["place"]))
     query.know(list(taken))
     return [Arrival(row["id"], hop=1, via=row["seed"], predicate="mentions", kind="mention", anchor=None, score=0.0,
                     degree=0, reached_from=[row["seed"]], seed=row["seed"], similarity=row["similarity"],
-                    nth=sum(1 for w in walked if w.seed == row["seed"]) + 1)
+                    nth=nth[row["seed"]])
             for row in taken.values()]
 
 

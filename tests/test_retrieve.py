@@ -1012,6 +1012,35 @@ def test_the_log_answers_history_questions_with_its_dated_entry(campaign_db):
     assert "Deprecation**: Retired Orrin Kell; merged into Teodor Vask." in result["context"]  # links as their text
 
 
+def test_a_note_several_seeds_chunks_name_goes_to_the_seed_where_it_stands_highest(tmp_path):
+    """13th-Age-check7's tai29: the void dragon's and the huge black dragon's stat blocks both say "escalation die".
+    From the first, whose linked neighbours come first, the rule stood behind them all and lost the budget's last
+    place by 0.00003; from the second, with nothing walked, it is that seed's first arrival."""
+    from datasette_okf.retrieve import find_seeds, mentioned, open_query, pick_seeds, walk
+    from datasette_okf.store import build
+
+    files = {
+        "Monsters/Skin Devil.md": "A [[Devil]] that wears stolen skins.\n\nThe skin devil heals 5 hit points at the start "
+                                  "of each of its turns. While the skin devil is staggered, it stops healing.\n",
+        "Monsters/Flesh Devil.md": "A devil of raw flesh.\n\nThe flesh devil heals 5 hit points at the start of each of its "
+                                   "turns. While the flesh devil is staggered, it stops healing.\n",
+        "Monsters/Devil.md": "Devils come from the hells and bargain for souls.\n",
+        "Rules/Staggered.md": "A creature is staggered when its hit points fall to half its maximum or lower.\n",
+    }
+    build([write_bundle(tmp_path / "vault", files)], tmp_path / "v.db")
+    question = "We're fighting a skin devil and a flesh devil. When do they stop healing, as their hit points fall?"
+    query = open_query(tmp_path / "v.db", question, ContextOptions(max_seeds=2))
+    fused = find_seeds(query)
+    seeds = pick_seeds(query, fused)
+    assert sorted(s.id for s in seeds) == ["vault/Monsters/Flesh Devil", "vault/Monsters/Skin Devil"]
+    walked = walk(query, seeds, fused)
+    assert [(w.id, w.seed) for w in walked] == [("vault/Monsters/Devil", "vault/Monsters/Skin Devil")]
+    [arrival] = mentioned(query, seeds, fused, walked)
+    chunks = json.loads(query.params["mentioned"]["chunks"])
+    assert all("staggered" in chunk for _, chunk, _ in chunks)  # both seeds' chunks name it
+    assert (arrival.id, arrival.via, arrival.nth) == ("vault/Rules/Staggered", "vault/Monsters/Flesh Devil", 1)
+
+
 def test_a_note_the_top_seeds_chunk_names_without_a_link_is_walked_to_as_a_mention(tmp_path, monkeypatch):
     """13th-Age-check7's tai28: the skin devil's stat block says "while the skin devil is staggered", never
     [[Staggered]], and no list ranked the rule. The note the top seed's nearest chunk names by title, nearest the
