@@ -634,9 +634,10 @@ PREPARE_SQL = {
 def prepare(db: Any, options: ContextOptions | None = None) -> dict[str, float]:
     """Make now, for every connection of this process, what the database's first question would make: its title,
     category and date indexes, the embedded model's session, and the vectors its vector list reads (the 1-bit codes
-    from `binary_from` chunks, else the floats; not while a build is still embedding: each batch is a new state). Returns each step's milliseconds. A server does this as it starts
-    (the `startup` hook), so that its first question costs what any new one does. A model other than the embedded
-    default is not called: it may be a server that is not there."""
+    from `binary_from` chunks, else the floats; not while a build is still embedding: each batch is a new state).
+    Returns each step's milliseconds. A server does this as it starts (the `startup` hook), and after each build when
+    it follows its files (web.Follower), so that its first question costs what any new one does. A model other than
+    the embedded default is not called: it may be a server that is not there."""
     options = options or ContextOptions()
     conn = connection(db)
     check_format(conn)
@@ -1909,7 +1910,8 @@ def sections(query: Query, nodes: list[Node]) -> dict[str, list[dict[str, Any]]]
 
 
 TRUST_ORDER = {"human-reviewed": 0, "machine-confirmed": 1, "unverified": 2}
-MAX_NOTES = 11  # notes in one context, whatever the budget (the mean stays under 10 on every development set)
+MAX_NOTES = 11  # notes in one context, whatever the budget (the mean is 7.8-10.1 over the development sets' contexts,
+#                 10.6 on a set set; at 10, 15 of 2,391 required notes found were lost: docs/retrieval-history.md)
 CUT_ROOM = 40  # tokens: the least room left (after its header) for which the first note that did not fit comes cut
 # The note two lists agree is the best comes with its two nearest chunks before any other note gets one: one chunk
 # a note is breadth, and the answer is often the top note's second section ("Notes: There are nine exits" in a

@@ -183,7 +183,7 @@ async def context_for_page(datasette, request):
 
 
 PREPARING = "datasette-okf prepare"  # the start-up thread's name
-FOLLOWING = "datasette-okf follow"
+FOLLOWING = "datasette-okf follow"  # the Follower thread's name
 FOLLOW = "DATASETTE_OKF_FOLLOW"  # set (to anything) in a server's environment: prepare again after each build
 FOLLOW_DEBOUNCE_MS = 300  # a build's commit and its checkpoint are one change
 
