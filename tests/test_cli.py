@@ -22,6 +22,30 @@ def run(*args):
     return CliRunner().invoke(cli, ["okf", "build", "--no-embed", *args], catch_exceptions=False)
 
 
+def test_datasette_okf_is_the_same_command_without_datasettes_start_up(tmp_path):
+    """`datasette-okf build` is `datasette okf build` without Datasette's command line, which imports every installed
+    Datasette plugin first (datasette-mcp's `mcp` alone 0.7-1.2 s): at 10k notes one edit 2.94 -> 1.89 s for the
+    whole command (benchmarks/build_command.py). The same files come out."""
+    bundle = write_bundle(tmp_path / "notes", {"a.md": "---\ntype: T\n---\n[b](b.md)\n", "b.md": "---\ntype: T\n---\nb\n"})
+    script = os.path.join(os.path.dirname(sys.executable), "datasette-okf")
+    own = subprocess.run([script, "build", str(bundle), "-o", str(tmp_path / "own.db"), "--no-embed"],
+                         capture_output=True, text=True, cwd=tmp_path)
+    assert own.returncode == 0, own.stderr
+    assert run(str(bundle), "-o", str(tmp_path / "datasette.db")).exit_code == 0
+
+    def rows(db):
+        with contextlib.closing(sqlite3.connect(db)) as conn:
+            return [conn.execute(f"select * from {t} order by 1").fetchall() for t in ("concepts", "edges", "chunks")]
+
+    assert rows(tmp_path / "own.db") == rows(tmp_path / "datasette.db")
+    code = ("import sys; from datasette_okf.cli import okf; okf.main(['build', sys.argv[1], '-o', sys.argv[2], "
+            "'--no-embed'], standalone_mode=False); "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('mcp', 'datasette_mcp', 'datasette_vega')))")
+    imported = subprocess.run([sys.executable, "-c", code, str(bundle), str(tmp_path / "third.db")],
+                              capture_output=True, text=True, cwd=tmp_path)
+    assert imported.stdout.strip().splitlines()[-1] == "[]", imported.stderr  # no other plugin was loaded
+
+
 def test_build_prints_a_summary_and_defaults_to_build_folder(tmp_path):
     bundle = write_bundle(
         tmp_path / "notes",
