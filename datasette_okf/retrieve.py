@@ -1539,7 +1539,8 @@ def category_notes(query: Query) -> list[dict[str, Any]]:
 
 # A set a link defines: "Which characters belong to the Gilded Hammer Union?" asks for the notes whose frontmatter
 # links to the note it names (`organization: [[The Gilded Hammer Union]]`), of the types it asks for (people, for
-# "characters": titles.kinds_asked; or tagged so: Thellade's years are typed Lore by their folder, tagged Year). §6
+# "characters": titles.kinds_asked; or tagged so: Thellade's years are typed Lore by their folder, tagged Year; its
+# subregions tagged Location/Subregion, a nested tag by its last part: "What subregions make up…"). §6
 # gives up to 20 of those links as fact lines; two to CATEGORY_MOST of them come as notes too, as a category's do: a
 # written note says more than its link (docs/design.md §5.13).
 LINKING_SQL = f"""with kinds(kind) as materialized (select value from json_each(:kinds_asked))
@@ -1547,7 +1548,8 @@ select edges.src as id, min(edges.predicate) as predicate from edges
 join concepts as source on source.id = edges.src
 where edges.dst = :first and edges.kind = 'property' and edges.src != edges.dst and {NOT_A_SOURCE}
   and not source.is_index and (lower(source.type) in (select kind from kinds)  -- its type, or a tag, is the kind
-    or exists (select 1 from json_each(source.tags) as tag where lower(tag.value) in (select kind from kinds)))
+    or exists (select 1 from json_each(source.tags) as tag join kinds  -- a nested tag by its last part too
+               on lower(tag.value) = kinds.kind or lower(tag.value) like '%/' || kinds.kind))  -- Location/Subregion
 group by edges.src order by edges.src limit cast(:most as integer) + 1"""
 
 

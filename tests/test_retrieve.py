@@ -1726,6 +1726,29 @@ def test_a_linking_note_is_of_the_kind_asked_for_by_its_type_or_by_a_tag(tmp_pat
     assert [n["title"] for n in nodes[1:4]] == ["1", "13", "204"]  # not the Notes, which is no year
 
 
+def test_a_nested_tag_names_the_kind_by_its_last_part(tmp_path):
+    """Thellade tags a subregion `#Location/Subregion` and a settlement `#Location/Settlement`; both link their region
+    (`parentregion`). "What subregions make up the Obsidian Crestlands?" asks for the subregions alone (thellade-sets2's
+    tht08: none came, every subregion of the vault, 53, being too many a set)."""
+    from datasette_okf.store import build
+
+    def place(tag: str) -> str:
+        return f"---\ntags: [Location, Location/{tag}]\nparentregion: \"[[The Obsidian Crestlands]]\"\n---\nA {tag.lower()}.\n"
+
+    root = write_bundle(tmp_path / "vault", {
+        "Regions/The Obsidian Crestlands.md": "---\ntags: [Location/Region]\n---\nA dark highland region.\n",
+        **{f"Subregions/{name}.md": place("Subregion") for name in ("Spectral Depths", "The Blacktop Rim", "The Rimshade Edge")},
+        **{f"Settlements/{name}.md": place("Settlement") for name in ("Faynor", "Mapelin")},
+        **{f"Subregions/Elsewhere/Fen {n}.md": "---\ntags: [Location/Subregion]\n---\nA fen far away.\n" for n in range(9)}})
+    build([root], tmp_path / "v.db", embed=False)
+    nodes = context_for(tmp_path / "v.db", "What subregions make up the Obsidian Crestlands?")["nodes"]
+    assert nodes[0]["title"] == "The Obsidian Crestlands"
+    assert [n["title"] for n in nodes[1:4]] == ["Spectral Depths", "The Blacktop Rim", "The Rimshade Edge"]
+    assert all("category: parentregion: The Obsidian Crestlands" in n["via"] for n in nodes[1:4])
+    settled = context_for(tmp_path / "v.db", "Which settlements lie in the Obsidian Crestlands?")["nodes"]
+    assert [n["title"] for n in settled[1:3]] == ["Faynor", "Mapelin"]
+
+
 def test_an_unfilled_template_the_notes_found_already_mention_comes_below_them(tmp_path):
     """Thellade's city of Kanda is a template with frontmatter links. "How many exits does the tavern on Kanda's
     docks have?" is about the tavern, whose note mentions Kanda: Kanda taking the first place (and with it the first
