@@ -1561,6 +1561,7 @@ def categories(query: Query, nodes: list[Node]) -> list[Node]:
     rows = [{"id": row["id"], "named": json.loads(row["named"])} for row in category_notes(query)]
     top = max(nodes, key=lambda n: n.score, default=None)
     if top is not None and asks_for_list(query.question):
+        top = _within_name(query, nodes, top)
         linking = query.run("linking", LINKING_SQL, {"first": top.id, "most": CATEGORY_MOST,
                                                      "kinds_asked": json.dumps(kinds_asked(query.question))})
         if 2 <= len(linking) <= CATEGORY_MOST:
@@ -1575,6 +1576,18 @@ def categories(query: Query, nodes: list[Node]) -> list[Node]:
         elif row["id"] not in added:
             added[row["id"]] = Node(query.concepts[row["id"]], wanted, {"kind": "category", "named": row["named"]})
     return _marked_stale(query, list(added.values()))
+
+
+def _within_name(query: Query, nodes: list[Node], top: Node) -> Node:
+    """The note a list question is about: the strongest found, unless the question names it only inside a longer
+    name of another note found ("Which NPCs can be found at the Mangagoy Healing Sanctuary?" names the city Mangagoy
+    only so: the sanctuary's people link the sanctuary). Names are compared as whole words."""
+    names = json.loads(query.conn.execute("select okf_title_names(?)", [query.question]).fetchone()[0])
+    said = [f" {n['name']} " for n in names if n["id"] == top.id]
+    found = {n.id: n for n in nodes}
+    longer = [found[n["id"]] for n in names if n["id"] in found and n["id"] != top.id and said
+              and all(name in f" {n['name']} " and name != f" {n['name']} " for name in said)]
+    return max(longer, key=lambda n: n.score) if longer else top
 
 
 def _lift_named(nodes: list[Node], found: list[dict[str, Any]]) -> None:

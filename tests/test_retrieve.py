@@ -1749,6 +1749,32 @@ def test_a_nested_tag_names_the_kind_by_its_last_part(tmp_path):
     assert [n["title"] for n in settled[1:3]] == ["Faynor", "Mapelin"]
 
 
+def test_a_list_question_is_about_the_longer_name_it_says_not_the_one_inside_it(tmp_path):
+    """"Which NPCs can be found at the Mangagoy Healing Sanctuary?" names the city Mangagoy only inside the
+    sanctuary's name, yet on the Thellade vault the city was the strongest note found (title, keyword and vector
+    lists), and its people too many a set: the sanctuary's people, whose `location` links it, never came
+    (thellade-sets2's tht10). The set stage now reads the sanctuary's."""
+    from datasette_okf.retrieve import categories, find_seeds, offer, open_query, pick_seeds
+    from datasette_okf.store import build
+
+    def person(where: str, n: int) -> str:
+        return f"---\ntype: Person\ntags: [NPC]\nlocation: \"[[{where}]]\"\n---\nA resident, number {n}.\n"
+
+    healers = ["Eldara Nightbloom", "Gokas Stillbranch", "Rilan Frostblade"]
+    root = write_bundle(tmp_path / "vault", {
+        "Mangagoy.md": "---\ntype: Settlement\n---\nA port city.\n",
+        "Mangagoy Healing Sanctuary.md": "---\ntype: Place\nlocation: \"[[Mangagoy]]\"\n---\nA quiet hospice.\n",
+        **{f"People/Citizen {n}.md": person("Mangagoy", n) for n in range(12)},
+        **{f"People/{name}.md": person("Mangagoy Healing Sanctuary", n) for n, name in enumerate(healers)}})
+    build([root], tmp_path / "v.db", embed=False)
+    query = open_query(tmp_path / "v.db", "Which NPCs can be found at the Mangagoy Healing Sanctuary?", ContextOptions())
+    nodes = offer(query, pick_seeds(query, find_seeds(query)), [])
+    city = next(n for n in nodes if n.concept["title"] == "Mangagoy")
+    city.score = max(n.score for n in nodes) + 0.01  # the strongest, as the vault's three lists made it
+    assert [n.concept["title"] for n in categories(query, nodes)] == healers
+    assert query.params["linking"]["first"] == "vault/Mangagoy Healing Sanctuary"
+
+
 def test_an_unfilled_template_the_notes_found_already_mention_comes_below_them(tmp_path):
     """Thellade's city of Kanda is a template with frontmatter links. "How many exits does the tavern on Kanda's
     docks have?" is about the tavern, whose note mentions Kanda: Kanda taking the first place (and with it the first
