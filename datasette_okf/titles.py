@@ -335,7 +335,7 @@ _LIST_QUESTION = re.compile(
     r"|^\s*(?:who|what|which|list|name)\b.*\b(?:members?|belong\w*|part of)\b"  # "…the members of…", "…belong to…"
     r"|^\s*(?:which|what)\s+(?:people|(?!(?:is|was|has|does|happens|means|counts|makes|takes|gets|goes|comes|causes"
     r"|allows|lets|needs|says|seems)\b)\w+s)\b"  # "Which people…", "What places…"; not "What happens…"
-    r"|^\s*(?:which|what)\s+\w+\s+(?:are|were)\b"  # "What NPCs are…", "Which deity were…"
+    r"|^\s*(?:which|what)\s+(?:\w+\s+){1,2}(?:are|were)\b"  # "What NPCs are…", "What magical sites are…"
     r"|^\s*(?:list|name)\s+(?:all|every|the)\b", re.IGNORECASE)
 _PERSON_KINDS = ["person", "people", "npc", "character", "pc", "player", "member"]
 
