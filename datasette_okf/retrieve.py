@@ -1553,6 +1553,29 @@ where edges.dst = :first and edges.kind = 'property' and edges.src != edges.dst 
 group by edges.src order by edges.src limit cast(:most as integer) + 1"""
 
 
+# A set a section defines: "Which chaos mage spells belong to the Light of the High Ones group?" asks for the notes
+# the Chaos Mage's section of that name links (the class note lists each group's spells under a heading, as embeds;
+# no tag, folder or property says which group a spell is in). The section: from a heading of a note found that the
+# question says whole (two words or more: "Stats" or "Gear" is said in passing; not the note's own title, which is
+# the whole note), to the next heading of its level or above. Two to CATEGORY_MOST of its links come as a category's
+# notes do.
+SECTION_SQL = """with named as materialized (
+  select headings.concept_id, headings.text, headings.line as start,
+    coalesce((select min(next.line) from headings as next where next.concept_id = headings.concept_id
+              and next.line > headings.line and next.level <= headings.level), 1e9) as stop
+  from json_each(:found) as found
+  join concepts on concepts.id = found.value
+  join headings on headings.concept_id = concepts.id
+  where instr(okf_slug(headings.text), '-') and okf_slug(headings.text) != okf_slug(concepts.title)
+    and instr('-' || okf_slug(:question) || '-', '-' || okf_slug(headings.text) || '-')
+)
+select edges.dst as id, min(named.text) as heading from named
+join edges on edges.src = named.concept_id and edges.line > named.start and edges.line < named.stop
+join concepts on concepts.id = edges.dst and not concepts.is_index
+where edges.dst != edges.src
+group by edges.dst order by min(edges.line) limit cast(:most as integer) + 1"""
+
+
 def categories(query: Query, nodes: list[Node]) -> list[Node]:
     """3c. The notes of the categories a question that asks who or which of many names, and of a list question the
     notes of the types it asks for linking to the strongest note found (said so first: "organization: The Red
@@ -1567,6 +1590,11 @@ def categories(query: Query, nodes: list[Node]) -> list[Node]:
         if 2 <= len(linking) <= CATEGORY_MOST:
             query.know([row["id"] for row in linking])
             rows[:0] = [{"id": row["id"], "named": [f"{row['predicate']}: {top.concept['title']}"]} for row in linking]
+        listed = query.run("section", SECTION_SQL, {"found": json.dumps([n.id for n in nodes]), "most": CATEGORY_MOST,
+                                                    "question": query.question})
+        if 2 <= len(listed) <= CATEGORY_MOST:
+            query.know([row["id"] for row in listed])
+            rows[:0] = [{"id": row["id"], "named": [f"section {row['heading']}"]} for row in listed]
     wanted = round((top.score if top else 1 / (RRF_K + 1)) * SERIES_SHARE, 6)
     offered, added = {n.id: n for n in nodes}, {}
     for row in rows:

@@ -1749,6 +1749,30 @@ def test_a_nested_tag_names_the_kind_by_its_last_part(tmp_path):
     assert [n["title"] for n in settled[1:3]] == ["Faynor", "Mapelin"]
 
 
+def test_a_set_a_section_of_a_note_found_lists_comes_as_a_category_does(tmp_path):
+    """13th Age's Chaos Mage lists its spells by group under headings, as embeds: "Which chaos mage spells belong to
+    the Light of the High Ones group?" asks for that section's links (13th-Age-sets' tas15, -sets2's tat10: none came;
+    no tag, folder or property says a spell's group). A heading of one word is not read so ("Gear")."""
+    from datasette_okf.store import build
+
+    spells = {"Blood of Warriors": ["Castigation", "Fiery Claw", "War Drums"],
+              "Light of the High Ones": ["Silver Arrows", "Coronation", "Bolt and Thunder"]}
+    body = "# Chaos Mage\n\nA caster of random magic.\n\n## Gear\n\n![[Staff]]\n![[Robe]]\n\n## Iconic Spells\n\n" + "".join(
+        f"### {group}\n\nThe spells of {group}:\n" + "".join(f"![[{name}]]\n" for name in names) + "\n"
+        for group, names in spells.items())
+    root = write_bundle(tmp_path / "vault", {
+        "Classes/Chaos Mage.md": body, "Gear/Staff.md": "A staff.\n", "Gear/Robe.md": "A robe.\n",
+        **{f"Spells/{name}.md": f"{name} is a chaos mage spell.\n" for names in spells.values() for name in names},
+        **{f"Spells/Wizard Spell {n}.md": "A wizard's spell.\n" for n in range(4)}})  # the folder: too many a set
+    build([root], tmp_path / "v.db", embed=False)
+    for group, names in spells.items():
+        result = context_for(tmp_path / "v.db", f"Which chaos mage spells belong to the {group} group?")
+        listed = [n["title"] for n in result["nodes"] if n["via"].endswith(f"category: section {group}")]
+        assert sorted(listed) == sorted(names), group
+    gear = context_for(tmp_path / "v.db", "Which chaos mage items are gear?")
+    assert not [n for n in gear["nodes"] if "category: section" in n["via"]]
+
+
 def test_a_list_question_is_about_the_longer_name_it_says_not_the_one_inside_it(tmp_path):
     """"Which NPCs can be found at the Mangagoy Healing Sanctuary?" names the city Mangagoy only inside the
     sanctuary's name, yet on the Thellade vault the city was the strongest note found (title, keyword and vector
