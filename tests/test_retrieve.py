@@ -1012,11 +1012,21 @@ def test_the_log_answers_history_questions_with_its_dated_entry(campaign_db):
     assert "Deprecation**: Retired Orrin Kell; merged into Teodor Vask." in result["context"]  # links as their text
 
 
+def _walked(db, question: str, options: ContextOptions):
+    """A question's first stages, as context_for runs them: (query, fused lists, seeds, the walk's arrivals)."""
+    from datasette_okf.retrieve import find_seeds, open_query, pick_seeds, walk
+
+    query = open_query(db, question, options)
+    fused = find_seeds(query)
+    seeds = pick_seeds(query, fused)
+    return query, fused, seeds, walk(query, seeds, fused)
+
+
 def test_a_note_several_seeds_chunks_name_goes_to_the_seed_where_it_stands_highest(tmp_path):
     """13th-Age-check7's tai29: the void dragon's and the huge black dragon's stat blocks both say "escalation die".
     From the first, whose linked neighbours come first, the rule stood behind them all and lost the budget's last
     place by 0.00003; from the second, with nothing walked, it is that seed's first arrival."""
-    from datasette_okf.retrieve import find_seeds, mentioned, open_query, pick_seeds, walk
+    from datasette_okf.retrieve import mentioned
     from datasette_okf.store import build
 
     files = {
@@ -1029,11 +1039,8 @@ def test_a_note_several_seeds_chunks_name_goes_to_the_seed_where_it_stands_highe
     }
     build([write_bundle(tmp_path / "vault", files)], tmp_path / "v.db")
     question = "We're fighting a skin devil and a flesh devil. When do they stop healing, as their hit points fall?"
-    query = open_query(tmp_path / "v.db", question, ContextOptions(max_seeds=2))
-    fused = find_seeds(query)
-    seeds = pick_seeds(query, fused)
+    query, fused, seeds, walked = _walked(tmp_path / "v.db", question, ContextOptions(max_seeds=2))
     assert sorted(s.id for s in seeds) == ["vault/Monsters/Flesh Devil", "vault/Monsters/Skin Devil"]
-    walked = walk(query, seeds, fused)
     assert [(w.id, w.seed) for w in walked] == [("vault/Monsters/Devil", "vault/Monsters/Skin Devil")]
     [arrival] = mentioned(query, seeds, fused, walked)
     chunks = json.loads(query.params["mentioned"]["chunks"])
@@ -1059,11 +1066,8 @@ def test_a_note_the_top_seeds_chunk_names_without_a_link_is_walked_to_as_a_menti
     }
     build([write_bundle(tmp_path / "vault", files)], tmp_path / "v.db")
     question = "We're fighting a skin devil. What changes once we knock it down to half its hit points?"
-    query = open_query(tmp_path / "v.db", question, ContextOptions(max_seeds=1))
-    fused = find_seeds(query)
-    seeds = pick_seeds(query, fused)
+    query, fused, seeds, walked = _walked(tmp_path / "v.db", question, ContextOptions(max_seeds=1))
     assert [s.id for s in seeds] == ["vault/Monsters/Skin Devil"]
-    walked = walk(query, seeds, fused)
     assert [w.id for w in walked] == ["vault/Monsters/Devil"]  # its link
     [arrival] = mentioned(query, seeds, fused, walked)
     assert (arrival.id, arrival.via, arrival.kind, arrival.predicate, arrival.hop, arrival.nth) == (
