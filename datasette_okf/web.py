@@ -225,10 +225,13 @@ class Follower(threading.Thread):
 
         logging.getLogger("watchfiles.main").setLevel(logging.WARNING)  # not "1 change detected" on uvicorn's log
         folders = {str(Path(path).parent) for path in self.files}
-        for changes in watchfiles.watch(*folders, watch_filter=lambda _, path: self.changed(path) is not None,
-                                        debounce=FOLLOW_DEBOUNCE_MS, recursive=False, stop_event=self.stop,
-                                        raise_interrupt=False):
-            _prepare_each(self.datasette, sorted({self.changed(path) for _, path in changes}))
+        try:
+            for changes in watchfiles.watch(*folders, watch_filter=lambda _, path: self.changed(path) is not None,
+                                            debounce=FOLLOW_DEBOUNCE_MS, recursive=False, stop_event=self.stop,
+                                            raise_interrupt=False):
+                _prepare_each(self.datasette, sorted({self.changed(path) for _, path in changes}))
+        except Exception as error:  # noqa: BLE001 - a folder gone: the server serves on, questions make what they need
+            print(f"datasette-okf: stopped following {', '.join(sorted(folders))}: {error}", file=sys.stderr)
 
 
 def _prepare_each(datasette, names: list[str]) -> None:

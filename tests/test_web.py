@@ -511,6 +511,28 @@ def test_a_server_told_to_follow_its_files_prepares_again_after_each_build(tmp_p
     assert not follower.is_alive()
 
 
+def test_a_follower_whose_folder_goes_away_says_so_in_one_line(tmp_path, monkeypatch, capsys):
+    """The watch itself failing (the folder deleted or unmounted under the server) ends the following with one line
+    on stderr, not a thread's traceback; the server serves on."""
+    import watchfiles
+
+    bundle = write_bundle(tmp_path / "b", {"Maren Holt.md": "# Maren Holt\nCaptain of the Gull.\n"})
+    build([bundle], tmp_path / "b.db", embed=False)
+    ds = Datasette([str(tmp_path / "b.db")])
+
+    def gone(*folders, **options):
+        raise FileNotFoundError(2, "No such file or directory")
+        yield  # a generator, as watchfiles.watch is
+
+    monkeypatch.setattr(watchfiles, "watch", gone)
+    follower = web.Follower(ds, ["b"])
+    follower.start()
+    follower.join(10)
+    assert capsys.readouterr().err == (f"datasette-okf: stopped following {tmp_path}: "
+                                       "[Errno 2] No such file or directory\n")
+    assert fetch(ds, "/-/context_for.json?q=Who+is+Maren+Holt%3F").json()["nodes"][0]["title"] == "Maren Holt"
+
+
 def test_a_database_that_cannot_be_prepared_is_one_line_and_the_server_serves(tmp_path, monkeypatch, capsys):
     bundle = write_bundle(tmp_path / "b", {"Maren Holt.md": "# Maren Holt\nCaptain of the Gull.\n"})
     db = tmp_path / "b.db"
