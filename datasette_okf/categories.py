@@ -71,7 +71,10 @@ class CategoryIndex:
         for key, value, concept_id in values:
             holders[f"{key}: {value}"].append(concept_id)
         for name, ids in sorted(holders.items()):
-            said = category_words(name.split(": ", 1)[1])
+            key, value = name.split(": ", 1)
+            said = category_words(value)
+            if not said and value.isdigit() and category_words(key):  # a number is said with its key: "level 0"
+                said = category_words(key) + (str(int(value)),)
             if said and len(ids) <= VALUE_MOST:  # a value most notes share ("strength: normal") is no category
                 self.by_words[said]["values"][name] = sorted(ids)
 

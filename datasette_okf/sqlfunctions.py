@@ -139,7 +139,7 @@ def category_index(conn: Any) -> CategoryIndex:
         " cross join json_each(concepts.frontmatter) as field"
         " left join json_each(iif(field.type = 'array', field.value, '[]')) as item"
         " where not concepts.is_index and field.key not in ('title', 'aliases', 'tags', 'description', 'sources')"
-        " and coalesce(item.type, field.type) = 'text' and length(coalesce(item.value, field.value)) <= 40"
+        " and coalesce(item.type, field.type) in ('text', 'integer') and length(coalesce(item.value, field.value)) <= 40"
         " and coalesce(item.value, field.value) not like '%[[%' and coalesce(item.value, field.value) not like '%://%'")
     return CategoryIndex(tags, folders, values)
 

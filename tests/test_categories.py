@@ -82,6 +82,30 @@ def test_a_short_frontmatter_value_few_notes_share_is_a_category_of_those_notes(
     assert index.named("Which monsters are normal?") == []
 
 
+def test_a_number_is_said_with_its_key(tmp_path):
+    """"Which monsters are level 0?" (13th-Age-sets2's tat13): `level: 0` is an integer in a stat block's frontmatter,
+    and a number alone names nothing ("0"), so the six level-0 monsters were no category; said with its key it is one.
+    The built database reads integer values too."""
+    index = CategoryIndex(["Monster"], [], [("level", "0", "v/Stirge"), ("level", "0", "v/Giant Ant"),
+                                             ("level", "3", "v/Ogre"), ("hp", "0", "v/Ghost")])
+    [level] = [c for c in index.named("Which monsters are level 0?") if c["words"] == "level 0"]
+    assert (level["label"], level["ids"]) == ("level: 0", ["v/Giant Ant", "v/Stirge"])
+    assert [c["words"] for c in index.named("Which monsters have 0 hp?")] == ["monster"]  # "hp": too short a name
+
+    from datasette_okf.retrieve import context_for
+    from datasette_okf.store import build
+
+    from .conftest import write_bundle
+
+    root = write_bundle(tmp_path / "vault", {
+        **{f"Monsters/{name}.md": f"---\ntags: [Monster]\nlevel: {level}\n---\nThe {name} attacks.\n"
+           for name, level in [("Stirge", 0), ("Giant Ant", 0), ("Ogre", 3), ("Troll", 5)]},
+        **{f"Monsters/Goblin {n}.md": "---\ntags: [Monster]\nlevel: 1\n---\nA goblin.\n" for n in range(9)}})
+    build([root], tmp_path / "v.db", embed=False)
+    result = context_for(tmp_path / "v.db", "Which monsters are level 0?")
+    assert sorted(n["title"] for n in result["nodes"] if "level: 0" in n["via"]) == ["Giant Ant", "Stirge"]
+
+
 def test_what_of_a_value_in_the_plural_asks_what_they_were_not_which_notes_hold_it():
     """"What divine dreams and warnings came to Kothar…?" (Thellade-check5's thg32) named the deities whose
     `secondarydomains` say Dreams; "which" of a value, or "what" of a tag or a folder, still asks for a set."""
