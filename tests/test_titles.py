@@ -328,14 +328,15 @@ def test_a_question_asking_who_or_which_of_many_is_told_from_one_about_a_single_
                      "What were the factions' safehouses?", "List all the taverns in Kanda",
                      "What NPCs are in Kanda?", "What places do the Red Runners control?",
                      "Who lives in Glowquarter?", "Who works for the Emberheart Traders?",
-                     "What magical sites are catalogued among the points of interest?"]:  # its noun after a word
+                     "What magical sites are catalogued among the points of interest?",  # its noun after a word
+                     "Who is aboard the ship The Mist Piercer?", "Who is stationed at the Ashen Watchpost?"]:
         assert asks_for_list(question), question
     for question in ["Who leads the Red Runners?", "What was the district called before, and which group is it named?",
                      "What does the archivist who catalogues relics refuse to cross?",
                      "Which is the oldest tavern?", "What is his wife's name?", "Who is Two-Tooth?",
                      "What happens to a rogue who tries to shadow walk while a shadow dragon is nearby?",
                      "What makes a kobold dangerous?",  # a verb ending in s is no plural (stop 49)
-                     "What time is it in Kanda, and what day were they due?"]:
+                     "What time is it in Kanda, and what day were they due?", "Who is in charge of the docks?"]:
         assert not asks_for_list(question), question
 
 
