@@ -16,7 +16,7 @@ $(BIN)/.installed: setup.cfg pyproject.toml
 setup: $(BIN)/.installed
 
 build: setup
-	$(BIN)/datasette okf build $(BUNDLE) -o $(DB)
+	$(BIN)/datasette-okf build $(BUNDLE) -o $(DB)
 
 # The example is built, then served. Your own BUNDLE is served as soon as its text is in (seconds), its vectors
 # computed behind, and every save rebuilt while you work (datasette okf build --watch --serve).
