@@ -951,7 +951,7 @@ def mentioned(query: Query, seeds: list[Seed], fused: list[dict[str, Any]], walk
         row = next((r for r in rows if r["place"] == place and r["id"] not in taken), None)
         if row is not None:  # named by several seeds' chunks: it goes to the seed where it stands highest
             taken[row["id"]] = max((r for r in rows if r["id"] == row["id"]),
-                                   key=lambda r: (strength[r["seed"]] * WALK_SHARE ** nth[r["seed"]], -r["place"]))
+                                   key=lambda r: (_walked_score(strength[r["seed"]], nth[r["seed"]]), -r["place"]))
     query.know(list(taken))
     return [Arrival(row["id"], hop=1, via=row["seed"], predicate="mentions", kind="mention", anchor=None, score=0.0,
                     degree=0, reached_from=[row["seed"]], seed=row["seed"], similarity=row["similarity"],
@@ -1111,11 +1111,16 @@ def offer(query: Query, seeds: list[Seed], walked: list[Arrival]) -> list[Node]:
     return _marked_stale(query, nodes) + _walked_nodes(query, seeds, walked)
 
 
+def _walked_score(seed_strength: float, nth: int) -> float:
+    """A walked note's score: its seed's strength, halved for each better note walked from that seed."""
+    return seed_strength * WALK_SHARE ** nth
+
+
 def _walked_nodes(query: Query, seeds: list[Seed], walked: list[Arrival]) -> list[Node]:
     """What the walk from `seeds` added, each at its seed's strength halved for each better note walked from it."""
     strength = _walk_strengths(seeds)
     return _marked_stale(query, [
-        Node(query.concepts[w.id], round(strength[w.seed] * WALK_SHARE ** w.nth, 6),
+        Node(query.concepts[w.id], round(_walked_score(strength[w.seed], w.nth), 6),
              {"kind": "hop", "hop": w.hop, "from": w.via, "predicate": w.predicate, "edge_kind": w.kind,
               "seed": w.seed, "similarity": None if w.similarity is None else round(w.similarity, 4)},
              anchor=w.anchor)
@@ -1585,16 +1590,12 @@ def categories(query: Query, nodes: list[Node]) -> list[Node]:
     top = max(nodes, key=lambda n: n.score, default=None)
     if top is not None and asks_for_list(query.question):
         top = _within_name(query, nodes, top)
-        linking = query.run("linking", LINKING_SQL, {"first": top.id, "most": CATEGORY_MOST,
-                                                     "kinds_asked": json.dumps(kinds_asked(query.question))})
-        if 2 <= len(linking) <= CATEGORY_MOST:
-            query.know([row["id"] for row in linking])
-            rows[:0] = [{"id": row["id"], "named": [f"{row['predicate']}: {top.concept['title']}"]} for row in linking]
-        listed = query.run("section", SECTION_SQL, {"found": json.dumps([n.id for n in nodes]), "most": CATEGORY_MOST,
-                                                    "question": query.question})
-        if 2 <= len(listed) <= CATEGORY_MOST:
-            query.know([row["id"] for row in listed])
-            rows[:0] = [{"id": row["id"], "named": [f"section {row['heading']}"]} for row in listed]
+        linking = _a_set(query, "linking", LINKING_SQL,
+                         {"first": top.id, "kinds_asked": json.dumps(kinds_asked(query.question))})
+        rows[:0] = [{"id": row["id"], "named": [f"{row['predicate']}: {top.concept['title']}"]} for row in linking]
+        listed = _a_set(query, "section", SECTION_SQL,
+                        {"found": json.dumps([n.id for n in nodes]), "question": query.question})
+        rows[:0] = [{"id": row["id"], "named": [f"section {row['heading']}"]} for row in listed]
     wanted = round((top.score if top else 1 / (RRF_K + 1)) * SERIES_SHARE, 6)
     offered, added = {n.id: n for n in nodes}, {}
     for row in rows:
@@ -1604,6 +1605,15 @@ def categories(query: Query, nodes: list[Node]) -> list[Node]:
         elif row["id"] not in added:
             added[row["id"]] = Node(query.concepts[row["id"]], wanted, {"kind": "category", "named": row["named"]})
     return _marked_stale(query, list(added.values()))
+
+
+def _a_set(query: Query, stage: str, sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+    """The rows of a set one statement defines (a link's, a section's), when it holds two to CATEGORY_MOST notes."""
+    rows = query.run(stage, sql, {**params, "most": CATEGORY_MOST})
+    if not 2 <= len(rows) <= CATEGORY_MOST:
+        return []
+    query.know([row["id"] for row in rows])
+    return rows
 
 
 def _within_name(query: Query, nodes: list[Node], top: Node) -> Node:

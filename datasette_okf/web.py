@@ -217,8 +217,9 @@ class Follower(threading.Thread):
         self.files = {str(Path(path).resolve()): name for name, path in paths.items() if path}  # not one in memory
 
     def changed(self, path: str) -> str | None:
-        """The database a changed path is, or is the write-ahead log of (not its -shm: readers write that)."""
-        return self.files.get(str(Path(path.removesuffix("-wal")).resolve()))
+        """The database a changed path is, or is the write-ahead log of (not its -shm: readers write that). The watch
+        reports paths in the resolved folders it was given: compared as they are, no file system call an event."""
+        return self.files.get(path.removesuffix("-wal"))
 
     def run(self) -> None:
         import watchfiles  # only a following server pays for importing it
