@@ -39,7 +39,7 @@ def nearest_chunks(conn: Any, query: bytes, count: int) -> list[tuple[int, float
         return []
     lengths = norms * float(np.linalg.norm(values))
     with np.errstate(divide="ignore", invalid="ignore"):
-        distances = np.where(lengths > 0, 1.0 - (vectors @ values).astype(np.float64) / lengths, 1.0)
+        distances = np.where(lengths > 0, 1.0 - np.einsum("ij,j->i", vectors, values).astype(np.float64) / lengths, 1.0)
     nearest = np.argpartition(distances, count - 1)[:count]
     nearest = nearest[np.lexsort((ids[nearest], distances[nearest]))]  # equal distances: the older chunk first
     return list(zip(ids[nearest].tolist(), distances[nearest].tolist()))
