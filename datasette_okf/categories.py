@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable
+from functools import lru_cache
 from typing import Any
 
 from .titles import PREPOSITIONS, STOPWORDS
@@ -70,11 +71,13 @@ class CategoryIndex:
         holders: dict[str, list[str]] = defaultdict(list)
         for key, value, concept_id in values:
             holders[f"{key}: {value}"].append(concept_id)
+        self.numbers: dict[tuple[str, ...], dict[int, list[str]]] = defaultdict(dict)  # key's words -> value -> ids
         for name, ids in sorted(holders.items()):
             key, value = name.split(": ", 1)
             said = category_words(value)
-            if not said and value.isdigit() and category_words(key):  # a number is said with its key: "level 0"
-                said = category_words(key) + (str(int(value)),)
+            if not said and _INTEGER.fullmatch(value) and category_words(key):  # a number is said with its key:
+                said = category_words(key) + (str(int(value)),)  # "level 0"; and compared with: "level 14 or higher"
+                self.numbers[category_words(key)][int(value)] = sorted(ids)
             if said and len(ids) <= VALUE_MOST:  # a value most notes share ("strength: normal") is no category
                 self.by_words[said]["values"][name] = sorted(ids)
 
@@ -109,7 +112,64 @@ class CategoryIndex:
             openers = ("which", "what") if held["tags"] or held["folders"] else ("which",)  # "What divine dreams came
             # to Kothar?" asks what they were, not which deities hold `secondarydomains: Dreams`
             category["asked"] |= written[start:end] != said[start:end] and _asks_which_of(written[:start], openers)
-        return list(named.values())
+        ranges = []
+        for key, number, category in self._ranges(question):
+            named.pop(key + (str(number),), None)  # "level 14 or higher" is no "level 14"
+            ranges.append(category)
+        return list(named.values()) + ranges
+
+    def _ranges(self, question: str) -> list[tuple[tuple[str, ...], int, dict[str, Any]]]:
+        """The numbers a question compares a key with ("Which monsters are 14th level or higher?", "level 5 or
+        lower", "above level 10", "level 14+"): (key, number, a category of the notes whose integer value of that
+        key is in range, as `named` gives them)."""
+        found = []
+        said = {singular(word.casefold()) for word in _QUESTION_WORD.findall(question)}
+        for key, values in self.numbers.items():
+            if not said.issuperset(key):  # the key's words said, or no comparison with it
+                continue
+            for match in _comparisons(key).finditer(question):
+                number = int(next(match[group] for group in "abcde" if match[group] is not None))
+                sign, holds = _COMPARED[" ".join((match["after"] or match["before"] or match["between"]).casefold().split())]
+                ids = sorted(i for value, held in values.items() if holds(value, number) for i in held)
+                if ids:
+                    label = f"{' '.join(key)} {sign} {number}"
+                    found.append((key, number, {"words": label, "label": label, "tags": [], "folders": [], "ids": ids,
+                                                "notes": len(ids), "least": len(ids), "asked": False}))
+        return found
+
+
+_INTEGER = re.compile(r"-?\d+")
+_AT_LEAST, _AT_MOST = (">=", lambda value, number: value >= number), ("<=", lambda value, number: value <= number)
+_ABOVE, _BELOW = (">", lambda value, number: value > number), ("<", lambda value, number: value < number)
+_COMPARED = {  # how a question says a comparison: after the number ("or higher", "+") or before it ("above")
+    **dict.fromkeys(["or higher", "or above", "or more", "or greater", "and higher", "and above", "and up", "+",
+                     "at least", "no lower than", "no less than"], _AT_LEAST),
+    **dict.fromkeys(["or lower", "or below", "or less", "or fewer", "and lower", "and below", "at most",
+                     "no higher than", "no more than"], _AT_MOST),
+    **dict.fromkeys(["above", "over", "higher than", "more than", "greater than"], _ABOVE),
+    **dict.fromkeys(["below", "under", "lower than", "less than", "fewer than"], _BELOW),
+}
+
+
+def _said_as(ways: Iterable[str]) -> str:
+    return "|".join(re.escape(way).replace(r"\ ", r"\s+") for way in sorted(ways, key=len, reverse=True))
+
+
+_AFTER = _said_as(way for way in _COMPARED if way.startswith(("or ", "and ", "+")))
+_BEFORE = _said_as(way for way in _COMPARED if not way.startswith(("or ", "and ", "+")))
+_NUMBER = r"(?P<{}>-?\d+)(?:st|nd|rd|th)?"
+
+
+@lru_cache(maxsize=1024)
+def _comparisons(key: tuple[str, ...]) -> re.Pattern[str]:
+    """Where a question compares `key` with a number: "14th level or higher", "level 14 or higher", "level 14+"
+    (the comparison after), "above level 10", "under 5th level", "level above 10" (before the number)."""
+    said = r"\s+".join(re.escape(word) + r"(?:e?s)?" for word in key)
+    return re.compile(
+        rf"(?<![\w-])(?:{_NUMBER.format('a')}\s+{said}|{said}\s+{_NUMBER.format('b')})\s*(?P<after>{_AFTER})(?!\w)"
+        rf"|(?<!\w)(?P<before>{_BEFORE})\s+(?:{said}\s+{_NUMBER.format('c')}|{_NUMBER.format('d')}\s+{said})(?!\w)"
+        rf"|(?<!\w){said}\s+(?P<between>{_BEFORE})\s+{_NUMBER.format('e')}(?!\w)",
+        re.IGNORECASE)
 
 
 def _with_parents(folders: Counter[str]) -> Counter[str]:

@@ -106,6 +106,47 @@ def test_a_number_is_said_with_its_key(tmp_path):
     assert sorted(n["title"] for n in result["nodes"] if "level: 0" in n["via"]) == ["Giant Ant", "Stirge"]
 
 
+@pytest.mark.parametrize("question, label, ids", [
+    ("Which monsters are 14th level or higher?", "level >= 14", ["v/Gold Dragon", "v/Pit Fiend", "v/Tarrasque"]),
+    ("Which monsters are level 14 or higher?", "level >= 14", ["v/Gold Dragon", "v/Pit Fiend", "v/Tarrasque"]),
+    ("Which monsters are level 14+?", "level >= 14", ["v/Gold Dragon", "v/Pit Fiend", "v/Tarrasque"]),
+    ("Which monsters are above level 14?", "level > 14", ["v/Tarrasque"]),
+    ("Which monsters have a level above 14?", "level > 14", ["v/Tarrasque"]),
+    ("Which monsters are under 1st level?", "level < 1", ["v/Stirge"]),
+    ("Which monsters are level 3 or lower?", "level <= 3", ["v/Ogre", "v/Stirge"]),
+    ("Which monsters are at least level 15?", "level >= 15", ["v/Tarrasque"]),
+])
+def test_a_number_compared_with_its_key_is_the_set_in_range(question, label, ids):
+    """"Which monsters are 14th level or higher?" (13th-Age-sets' tas13) asks for the notes whose `level` is 14, 15…;
+    "level 14" alone was the category of the 14s, and the Tarrasque (15) was missed. The range replaces it."""
+    index = CategoryIndex(["Monster"], [], [("level", "14", "v/Pit Fiend"), ("level", "14", "v/Gold Dragon"),
+                                             ("level", "15", "v/Tarrasque"), ("level", "3", "v/Ogre"),
+                                             ("level", "0", "v/Stirge")])
+    assert [(c["label"], c["ids"]) for c in index.named(question) if c["words"] != "monster"] == [(label, ids)]
+
+
+def test_a_number_said_with_its_key_but_no_comparison_is_no_range():
+    index = CategoryIndex([], [], [("level", "14", "v/Pit Fiend"), ("level", "15", "v/Tarrasque")])
+    assert index.named("What does a monster get at 14th level?") == []
+    assert [c["label"] for c in index.named("Which monsters are level 14?")] == ["level: 14"]
+    assert index.named("Which monsters are level 16 or higher?") == []  # none is: no category
+
+
+def test_a_range_question_lists_the_notes_in_range(tmp_path):
+    from datasette_okf.retrieve import context_for
+    from datasette_okf.store import build
+
+    from .conftest import write_bundle
+
+    root = write_bundle(tmp_path / "vault", {
+        **{f"Monsters/{name}.md": f"---\ntags: [Monster]\nlevel: {level}\n---\nThe {name} attacks.\n"
+           for name, level in [("Stirge", 0), ("Pit Fiend", 14), ("Tarrasque", 15), ("Ogre", 3)]},
+        **{f"Monsters/Goblin {n}.md": "---\ntags: [Monster]\nlevel: 1\n---\nA goblin.\n" for n in range(9)}})
+    build([root], tmp_path / "v.db", embed=False)
+    result = context_for(tmp_path / "v.db", "Which monsters are 14th level or higher?")
+    assert sorted(n["title"] for n in result["nodes"] if "level >= 14" in n["via"]) == ["Pit Fiend", "Tarrasque"]
+
+
 def test_what_of_a_value_in_the_plural_asks_what_they_were_not_which_notes_hold_it():
     """"What divine dreams and warnings came to Kothar…?" (Thellade-check5's thg32) named the deities whose
     `secondarydomains` say Dreams; "which" of a value, or "what" of a tag or a folder, still asks for a set."""
