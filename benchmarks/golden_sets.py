@@ -54,7 +54,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 MODES = "hybrid,vector:5,vector:10,vector:15,keyword:10,graph-walk"
 VAULTS = {"thellade": "thellade-campaign-vault", "13th-age": "13th-age-srd-vault"}  # set name -> ../shared/corpora
-CHECK_ROUNDS = ("", "2", "3", "4", "5", "6", "7", "8")  # benchmarks/golden/check/<vault>-check<round>.json
+CHECK_ROUNDS = ("", "2", "3", "4", "5", "6", "7", "8", "9")  # benchmarks/golden/check/<vault>-check<round>.json
 SET_ROUNDS = ("", "2")  # benchmarks/golden/check/<vault>-sets<round>.json: questions asking for a set of notes
 
 
@@ -79,7 +79,8 @@ def sets(shared: Path) -> dict[str, tuple[list[Path], list[dict], dict]]:
         "hotpotqa": ([corpora / "hotpotqa-mini" / "notes"], hotpotqa, {}),
         "hotpotqa-mentions": ([corpora / "hotpotqa-mini" / "notes"], hotpotqa, {"link_mentions": True}),
         **{f"{vault}-check{round_}": ([corpora / folder / "vault"], golden(f"check/{vault}-check{round_}"), {})
-           for round_ in CHECK_ROUNDS for vault, folder in VAULTS.items()},
+           for round_ in CHECK_ROUNDS for vault, folder in VAULTS.items()
+           if (HERE / "golden" / "check" / f"{vault}-check{round_}.json").exists()},
         **{f"{vault}-sets{round_}": ([corpora / folder / "vault"], golden(f"check/{vault}-sets{round_}"), {})
            for round_ in SET_ROUNDS for vault, folder in VAULTS.items()
            if (HERE / "golden" / "check" / f"{vault}-sets{round_}.json").exists()},
