@@ -1984,6 +1984,8 @@ NOTES_SHARE = 0.75
 # 273 tokens, 9th in order, lost to a 31-token multiclass note and a 13-token condition). A context that takes one
 # holds at most MAX_NOTES - 1 notes, so the mean stays near ten. A seed or the lists' next note is never set aside:
 # a seed's further sections are what the last quarter is for (docs/design.md §7.1; docs/retrieval-history.md, stop 45).
+# A template named in passing is: it has no further sections, and its facts are what the vault says of it
+# (Thellade-check9's thk25: Lysara Dawnstar's six links, 168 tokens, missed the notes' share by 30; stop 53).
 SET_ASIDE_NEVER = ("seed", "next")
 
 
@@ -2055,7 +2057,8 @@ def fill_budget(question: str, nodes: list[Node], chunks: dict[str, list[dict[st
             if used + cost <= for_notes:
                 break
         if used + cost > for_notes:
-            if aside or node.why["kind"] in SET_ASIDE_NEVER or cost > budget - for_notes or len(picked) >= most - 1:
+            never = node.why["kind"] in SET_ASIDE_NEVER and not node.why.get("in_passing")
+            if aside or never or cost > budget - for_notes or len(picked) >= most - 1:
                 cut = cut or (node, header, first, own_facts, facts_cost)
             else:  # a place kept for it: it comes after 5b
                 aside, most = (node, header, first, own_facts, facts_cost), most - 2

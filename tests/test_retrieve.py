@@ -2009,6 +2009,28 @@ def test_a_context_that_sets_a_walked_note_aside_holds_one_note_fewer_than_the_m
     assert len(fill_budget("Which note?", nodes, chunks, [], 3000)[0]) == MAX_NOTES  # room for all: nothing aside
 
 
+def test_a_template_named_in_passing_that_does_not_fit_comes_from_the_last_quarter():
+    """Thellade-check9's thk25 ("Lysara Dawnstar, the archivist who runs the tower…, belongs to an order… What oath
+    do its members take?"): her note is an unfilled template, placed below the notes found; her block (its frontmatter
+    links as facts, 168 tokens) missed the notes' share by 30 and, as a seed, came cut or not at all, while smaller
+    walked notes took the rest. She has no further sections for the last quarter to show: she is set aside as a
+    walked note is, and comes whole at her place."""
+    from datasette_okf.retrieve import fill_budget
+
+    seeds = [_offered(f"seed {n}", 1 - n / 100, "seed") for n in range(6)]
+    template = _offered("Lysara", 0.3, "seed")
+    template.why["in_passing"] = True
+    nodes = seeds + [template, _offered("small walked", 0.2)]
+    chunks = {seed.id: [{"text": f"{seed.id} says a longer thing. " + "More of it. " * 18, "heading": None}]
+              for seed in seeds}
+    chunks["small walked"] = [{"text": "A short walked note.", "heading": None}]
+    facts = [{"with_id": "Lysara", "text": f"- Lysara organization The Sunfire Heralds {n} (trust: unverified)"}
+             for n in range(6)]
+    picked = fill_budget("What oath do they take?", nodes, chunks, facts, 700)[0]  # notes within 525
+    assert "Lysara" in [n.id for n in picked] and not next(n for n in picked if n.id == "Lysara").cut
+    assert [n.id for n in picked].index("Lysara") == 6  # at her place, before the walked note below her
+
+
 def test_a_context_shows_each_chunk_text_once_and_the_note_repeating_it_shows_its_next_chunk():
     """A feat list holds a feat's text word for word, under another heading; two notes share a checklist. What the
     context shows already is passed over: the list shows its next section, and the seeds' further sections, taken in
