@@ -235,7 +235,28 @@ def _numbered_phrases(text: str) -> list[tuple[int, int, str, list[int]]]:
              for match in _NUMBERED.finditer(text)]
     found += [(match.start(), match.end(), match[2], [_ordinal(match[1])]) for match in _ORDINAL.finditer(text)]
     phrases = [(start, end, _stem(word.casefold()), numbers) for start, end, word, numbers in sorted(found)]
-    return [phrase for phrase in phrases if phrase[2] not in STOPWORDS]
+    phrases = [phrase for phrase in phrases if phrase[2] not in STOPWORDS]
+    return sorted(phrases + _bare_ordinals(text, phrases))
+
+
+# An ordinal with no word of its own, beside one that has: "between the end of their fifth session and the start of
+# their sixth" (Thellade-check9's thk28), "the fourth and fifth sessions"; not before "of" ("the sixth of Dawnmarch")
+_BARE_ORDINAL = re.compile(r"\b(" + "|".join(_ORDINALS) + r"|\d{1,6}(?:st|nd|rd|th))\b(?=\s*(?:[,;.?!)]|(?:and|or|in|at|on|before|after|when|while)\b|$))",
+                           re.IGNORECASE)
+
+
+def _bare_ordinals(text: str, phrases: list[tuple[int, int, str, list[int]]]) -> list[tuple[int, int, str, list[int]]]:
+    """Each bare ordinal of `text` as a phrase numbering the word of the ordinal phrase next to it: the one it is
+    joined to by "and", "or" or a comma ("fourth and fifth sessions"), else the last before it ("fifth session …
+    their sixth"). Only words an ordinal numbers: "Group 6's sixth" is no group."""
+    ordinal_phrases = [phrase for phrase in phrases if _ORDINAL.match(text, phrase[0])]
+    bare = []
+    for match in _BARE_ORDINAL.finditer(text):
+        joined = next((p for p in ordinal_phrases if re.fullmatch(r"\s*(?:,|and|or)\s*", text[match.end():p[0]])), None)
+        before = next((p for p in reversed(ordinal_phrases) if p[1] <= match.start()), None)
+        if joined or before:
+            bare.append((match.start(), match.end(), (joined or before)[2], [_ordinal(match[1])]))
+    return bare
 
 
 # What joins a member's number to whose it is: "Group 1's session 8", "Campaign 1 session 8", "Group 1 across

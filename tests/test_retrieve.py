@@ -829,6 +829,9 @@ def test_a_question_about_a_session_its_series_does_not_have_is_refused(tmp_path
     assert context_for(tmp_path / "v.db", "What happened to Group 6 in sessions 7 to 9 in Kanda?")["confident"]
     refused = context_for(tmp_path / "v.db", "What happened to Group 6 in sessions 9 and 10 in Kanda?")
     assert refused["reason"] == "the question names session 9 and 10, and its series has session 6, 7, 8 only"
+    # an ordinal with no word of its own names a member too (Thellade-check9's thk28: refused for its fifth session)
+    assert context_for(tmp_path / "v.db", "How long did Group 6 rest between the end of their fifth session and "
+                                          "the start of their sixth in Kanda?")["confident"]
 
 
 def test_the_last_or_first_member_of_a_series_the_question_asks_for_comes_right_after_the_best_note(tmp_path):

@@ -257,6 +257,18 @@ def test_a_question_names_series_members_by_word_and_number():
     assert many == [["session", n] for n in range(16)]
 
 
+def test_an_ordinal_with_no_word_of_its_own_numbers_the_word_beside_it():
+    """Thellade-check9's thk28 ("…between the end of their fifth session and the start of their sixth, and between the
+    end of their eighth and the start of their ninth?") named session 5 only, and was refused: Group 6's sessions are
+    6 to 8. A bare ordinal numbers the word of the ordinal phrase it is joined to, else of the last one before it."""
+    question = ("how long did Group 6 wait between the end of their fifth session and the start of their sixth, "
+                "and between the end of their eighth and the start of their ninth?")
+    assert numbered(question) == [["group", 6], ["session", 5], ["session", 6], ["session", 8], ["session", 9]]
+    assert numbered("What happened in the fourth and fifth sessions?") == [["session", 4], ["session", 5]]
+    assert numbered("Who came second, and who came third?") == []  # no ordinal phrase to take a word from
+    assert numbered("Group 4's sixth session") == [["group", 4], ["session", 6]]
+
+
 def test_a_question_says_whose_member_it_names_only_right_next_to_it():
     """"Group 6's session 8 and Group 1's session 8" names two notes, each by two numbers (Thellade-check7's thi32);
     "Group 3's riot session and Group 4's sixth session" names only Group 4's by number (thi31)."""
