@@ -113,28 +113,36 @@ class CategoryIndex:
             # to Kothar?" asks what they were, not which deities hold `secondarydomains: Dreams`
             category["asked"] |= written[start:end] != said[start:end] and _asks_which_of(written[:start], openers)
         ranges = []
-        for key, number, category in self._ranges(question):
-            named.pop(key + (str(number),), None)  # "level 14 or higher" is no "level 14"
+        for key, numbers, category in self._ranges(question):
+            for number in numbers:  # "level 14 or higher" is no "level 14"
+                named.pop(key + (str(number),), None)
             ranges.append(category)
         return list(named.values()) + ranges
 
-    def _ranges(self, question: str) -> list[tuple[tuple[str, ...], int, dict[str, Any]]]:
+    def _ranges(self, question: str) -> list[tuple[tuple[str, ...], list[int], dict[str, Any]]]:
         """The numbers a question compares a key with ("Which monsters are 14th level or higher?", "level 5 or
-        lower", "above level 10", "level 14+"): (key, number, a category of the notes whose integer value of that
-        key is in range, as `named` gives them)."""
+        lower", "above level 10", "level 14+", "between level 3 and 5"): (key, the numbers it says, a category of
+        the notes whose integer value of that key is in range, as `named` gives them)."""
         found = []
         said = {singular(word.casefold()) for word in _QUESTION_WORD.findall(question)}
         for key, values in self.numbers.items():
             if not said.issuperset(key):  # the key's words said, or no comparison with it
                 continue
+            spans: list[tuple[list[int], str, Any]] = []
             for match in _comparisons(key).finditer(question):
                 number = int(next(match[group] for group in "abcde" if match[group] is not None))
-                sign, holds = _COMPARED[" ".join((match["after"] or match["before"] or match["between"]).casefold().split())]
-                ids = sorted(i for value, held in values.items() if holds(value, number) for i in held)
+                sign, holds = _COMPARED[" ".join((match["after"] or match["before"] or match["inside"]).casefold().split())]
+                spans.append(([number], f"{sign} {number}", lambda value, holds=holds, number=number: holds(value, number)))
+            for match in _spans(key).finditer(question):
+                low, high = sorted(int(next(match[f"{end}{n}"] for n in "123" if match[f"{end}{n}"] is not None))
+                                   for end in ("low", "high"))
+                spans.append(([low, high], f"{low} to {high}", lambda value, low=low, high=high: low <= value <= high))
+            for numbers, said_as, holds in spans:
+                ids = sorted(i for value, held in values.items() if holds(value) for i in held)
                 if ids:
-                    label = f"{' '.join(key)} {sign} {number}"
-                    found.append((key, number, {"words": label, "label": label, "tags": [], "folders": [], "ids": ids,
-                                                "notes": len(ids), "least": len(ids), "asked": False}))
+                    label = f"{' '.join(key)} {said_as}"
+                    found.append((key, numbers, {"words": label, "label": label, "tags": [], "folders": [], "ids": ids,
+                                                 "notes": len(ids), "least": len(ids), "asked": False}))
         return found
 
 
@@ -168,7 +176,20 @@ def _comparisons(key: tuple[str, ...]) -> re.Pattern[str]:
     return re.compile(
         rf"(?<![\w-])(?:{_NUMBER.format('a')}\s+{said}|{said}\s+{_NUMBER.format('b')})\s*(?P<after>{_AFTER})(?!\w)"
         rf"|(?<!\w)(?P<before>{_BEFORE})\s+(?:{said}\s+{_NUMBER.format('c')}|{_NUMBER.format('d')}\s+{said})(?!\w)"
-        rf"|(?<!\w){said}\s+(?P<between>{_BEFORE})\s+{_NUMBER.format('e')}(?!\w)",
+        rf"|(?<!\w){said}\s+(?P<inside>{_BEFORE})\s+{_NUMBER.format('e')}(?!\w)",
+        re.IGNORECASE)
+
+
+@lru_cache(maxsize=1024)
+def _spans(key: tuple[str, ...]) -> re.Pattern[str]:
+    """Where a question says a span of `key`: "between level 3 and 5", "between 3rd and 5th level", "from level 3
+    to level 5", "levels 3 to 5" (the key said once at least)."""
+    said = r"\s+".join(re.escape(word) + r"(?:e?s)?" for word in key)
+    low, high = (_NUMBER.format(f"low{n}") for n in "123"), (_NUMBER.format(f"high{n}") for n in "123")
+    return re.compile(
+        rf"(?<!\w)(?:between|from)\s+(?:{said}\s+{next(low)}\s+(?:and|to)\s+(?:{said}\s+)?{next(high)}"
+        rf"|{next(low)}\s+(?:and|to)\s+{next(high)}\s+{said})(?!\w)"
+        rf"|(?<!\w){said}\s+{next(low)}\s*(?:to|-|–)\s*{next(high)}(?!\w)",
         re.IGNORECASE)
 
 

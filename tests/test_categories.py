@@ -115,6 +115,10 @@ def test_a_number_is_said_with_its_key(tmp_path):
     ("Which monsters are under 1st level?", "level < 1", ["v/Stirge"]),
     ("Which monsters are level 3 or lower?", "level <= 3", ["v/Ogre", "v/Stirge"]),
     ("Which monsters are at least level 15?", "level >= 15", ["v/Tarrasque"]),
+    ("Which monsters are between level 3 and 14?", "level 3 to 14", ["v/Gold Dragon", "v/Ogre", "v/Pit Fiend"]),
+    ("Which monsters are between 14th and 15th level?", "level 14 to 15", ["v/Gold Dragon", "v/Pit Fiend",
+                                                                          "v/Tarrasque"]),
+    ("Which monsters are levels 0 to 3?", "level 0 to 3", ["v/Ogre", "v/Stirge"]),
 ])
 def test_a_number_compared_with_its_key_is_the_set_in_range(question, label, ids):
     """"Which monsters are 14th level or higher?" (13th-Age-sets' tas13) asks for the notes whose `level` is 14, 15…;
@@ -130,6 +134,7 @@ def test_a_number_said_with_its_key_but_no_comparison_is_no_range():
     assert index.named("What does a monster get at 14th level?") == []
     assert [c["label"] for c in index.named("Which monsters are level 14?")] == ["level: 14"]
     assert index.named("Which monsters are level 16 or higher?") == []  # none is: no category
+    assert index.named("What happened between session 3 and 5?") == []  # no integer key "session"
 
 
 def test_a_range_question_lists_the_notes_in_range(tmp_path):
