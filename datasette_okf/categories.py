@@ -170,12 +170,13 @@ _NUMBER = r"(?P<{}>-?\d+)(?:st|nd|rd|th)?"
 
 @lru_cache(maxsize=1024)
 def _comparisons(key: tuple[str, ...]) -> re.Pattern[str]:
-    """Where a question compares `key` with a number: "14th level or higher", "level 14 or higher", "level 14+"
-    (the comparison after), "above level 10", "under 5th level", "level above 10" (before the number)."""
+    """Where a question compares `key` with a number: "14th level or higher", "8th-level or higher", "level 14 or
+    higher", "level 14+" (the comparison after), "above level 10", "under 5th level", "level above 10" (before the
+    number)."""
     said = r"\s+".join(re.escape(word) + r"(?:e?s)?" for word in key)
     return re.compile(
-        rf"(?<![\w-])(?:{_NUMBER.format('a')}\s+{said}|{said}\s+{_NUMBER.format('b')})\s*(?P<after>{_AFTER})(?!\w)"
-        rf"|(?<!\w)(?P<before>{_BEFORE})\s+(?:{said}\s+{_NUMBER.format('c')}|{_NUMBER.format('d')}\s+{said})(?!\w)"
+        rf"(?<![\w-])(?:{_NUMBER.format('a')}[\s-]+{said}|{said}\s+{_NUMBER.format('b')})\s*(?P<after>{_AFTER})(?!\w)"
+        rf"|(?<!\w)(?P<before>{_BEFORE})\s+(?:{said}\s+{_NUMBER.format('c')}|{_NUMBER.format('d')}[\s-]+{said})(?!\w)"
         rf"|(?<!\w){said}\s+(?P<inside>{_BEFORE})\s+{_NUMBER.format('e')}(?!\w)",
         re.IGNORECASE)
 
@@ -188,7 +189,7 @@ def _spans(key: tuple[str, ...]) -> re.Pattern[str]:
     low, high = (_NUMBER.format(f"low{n}") for n in "123"), (_NUMBER.format(f"high{n}") for n in "123")
     return re.compile(
         rf"(?<!\w)(?:between|from)\s+(?:{said}\s+{next(low)}\s+(?:and|to)\s+(?:{said}\s+)?{next(high)}"
-        rf"|{next(low)}\s+(?:and|to)\s+{next(high)}\s+{said})(?!\w)"
+        rf"|{next(low)}\s+(?:and|to)\s+{next(high)}[\s-]+{said})(?!\w)"
         rf"|(?<!\w){said}\s+{next(low)}\s*(?:to|-|–)\s*{next(high)}(?!\w)",
         re.IGNORECASE)
 

@@ -115,6 +115,8 @@ def test_a_number_is_said_with_its_key(tmp_path):
     ("Which monsters are under 1st level?", "level < 1", ["v/Stirge"]),
     ("Which monsters are level 3 or lower?", "level <= 3", ["v/Ogre", "v/Stirge"]),
     ("Which monsters are at least level 15?", "level >= 15", ["v/Tarrasque"]),
+    ("Which monsters are 14th-level or higher?", "level >= 14", ["v/Gold Dragon", "v/Pit Fiend", "v/Tarrasque"]),
+    ("Which monsters are under 3rd-level?", "level < 3", ["v/Stirge"]),
     ("Which monsters are between level 3 and 14?", "level 3 to 14", ["v/Gold Dragon", "v/Ogre", "v/Pit Fiend"]),
     ("Which monsters are between 14th and 15th level?", "level 14 to 15", ["v/Gold Dragon", "v/Pit Fiend",
                                                                           "v/Tarrasque"]),
