@@ -77,7 +77,10 @@ class CategoryIndex:
             said = category_words(value)
             if not said and _INTEGER.fullmatch(value) and category_words(key):  # a number is said with its key:
                 said = category_words(key) + (str(int(value)),)  # "level 0"; and compared with: "level 14 or higher"
-                self.numbers[category_words(key)][int(value)] = sorted(ids)
+            number = _stated_number(key, value)
+            if number is not None:
+                held = self.numbers[category_words(key)].setdefault(number, [])
+                held[:] = sorted(set(held) | set(ids))
             if said and len(ids) <= VALUE_MOST:  # a value most notes share ("strength: normal") is no category
                 self.by_words[said]["values"][name] = sorted(ids)
 
@@ -112,12 +115,15 @@ class CategoryIndex:
             openers = ("which", "what") if held["tags"] or held["folders"] else ("which",)  # "What divine dreams came
             # to Kothar?" asks what they were, not which deities hold `secondarydomains: Dreams`
             category["asked"] |= written[start:end] != said[start:end] and _asks_which_of(written[:start], openers)
-        ranges = []
-        for key, numbers, category in self._ranges(question):
-            for number in numbers:  # "level 14 or higher" is no "level 14"
-                named.pop(key + (str(number),), None)
-            ranges.append(category)
-        return list(named.values()) + ranges
+        ranges = self._ranges(question)
+        compared = {(key, number) for key, numbers, _ in ranges for number in numbers}
+        for words in list(named):  # "level 14 or higher" is no "level 14", nor "5th level or higher" "5th level+"
+            held = self.by_words[words]
+            values = [name.split(": ", 1) for name in held["values"]]
+            if values and not held["tags"] and not held["folders"] and all(
+                    (category_words(key), _stated_number(key, value)) in compared for key, value in values):
+                del named[words]
+        return list(named.values()) + [category for _, _, category in ranges]
 
     def _ranges(self, question: str) -> list[tuple[tuple[str, ...], list[int], dict[str, Any]]]:
         """The numbers a question compares a key with ("Which monsters are 14th level or higher?", "level 5 or
@@ -147,6 +153,19 @@ class CategoryIndex:
 
 
 _INTEGER = re.compile(r"-?\d+")
+
+
+def _stated_number(key: str, value: str) -> int | None:
+    """The number a value gives its key: an integer ("level: 14"), or a number the value says with the key's own
+    words ("level: 5th level+", as 13th Age's spells write it); None for any other value, or a key no question says."""
+    words = category_words(key)
+    if not words:
+        return None
+    if _INTEGER.fullmatch(value):
+        return int(value)
+    said = r"\s+".join(re.escape(word) + r"(?:e?s)?" for word in words)
+    stated = re.fullmatch(rf"\s*(?:(-?\d+)(?:st|nd|rd|th)?[\s-]+{said}|{said}\s+(-?\d+))\s*\+?\s*", value, re.IGNORECASE)
+    return int(stated[1] or stated[2]) if stated else None
 _AT_LEAST, _AT_MOST = (">=", lambda value, number: value >= number), ("<=", lambda value, number: value <= number)
 _ABOVE, _BELOW = (">", lambda value, number: value > number), ("<", lambda value, number: value < number)
 _COMPARED = {  # how a question says a comparison: after the number ("or higher", "+") or before it ("above")

@@ -131,6 +131,18 @@ def test_a_number_compared_with_its_key_is_the_set_in_range(question, label, ids
     assert [(c["label"], c["ids"]) for c in index.named(question) if c["words"] != "monster"] == [(label, ids)]
 
 
+def test_a_value_that_says_its_key_with_a_number_compares_as_that_number():
+    """13th Age's spells write `level: [5th level+]`; "Which chaos mage spells only open up at 5th level or higher?"
+    (13th-Age-sets' tas14) wants the 5th and the 7th. The value's own category ("5th level") gives way to the range,
+    as "level 14" does; a value of another number stays ("level 0 or level 14 or higher")."""
+    index = CategoryIndex([], [], [("level", "5th level+", "v/Cascading Power"), ("level", "7th level+", "v/Unsummoning"),
+                                   ("level", "1st level+", "v/Chaos Bolt"), ("level", "0", "v/Stirge"),
+                                   ("level", "14", "v/Pit Fiend")])
+    assert [(c["label"], c["ids"]) for c in index.named("Which spells open up at 5th level or higher?")] == [
+        ("level >= 5", ["v/Cascading Power", "v/Pit Fiend", "v/Unsummoning"])]
+    assert [c["label"] for c in index.named("Which are level 0 or level 14 or higher?")] == ["level: 0", "level >= 14"]
+
+
 def test_a_number_said_with_its_key_but_no_comparison_is_no_range():
     index = CategoryIndex([], [], [("level", "14", "v/Pit Fiend"), ("level", "15", "v/Tarrasque")])
     assert index.named("What does a monster get at 14th level?") == []
