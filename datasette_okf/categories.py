@@ -12,6 +12,7 @@ underscores (`PlayerCharacter`: player character; `Group6`: group 6), singular o
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable
@@ -74,10 +75,9 @@ class CategoryIndex:
         self.numbers: dict[tuple[str, ...], dict[int, list[str]]] = defaultdict(dict)  # key's words -> value -> ids
         for name, ids in sorted(holders.items()):
             key, value = name.split(": ", 1)
-            said = category_words(value)
-            if not said and _INTEGER.fullmatch(value) and category_words(key):  # a number is said with its key:
-                said = category_words(key) + (str(int(value)),)  # "level 0"; and compared with: "level 14 or higher"
-            number = _stated_number(key, value)
+            said, number = category_words(value), _stated_number(key, value)
+            if not said and number is not None and _INTEGER.fullmatch(value):  # a number is said with its key:
+                said = category_words(key) + (str(number),)  # "level 0"; and compared with: "level 14 or higher"
             if number is not None:
                 held = self.numbers[category_words(key)].setdefault(number, [])
                 held[:] = sorted(set(held) | set(ids))
@@ -117,7 +117,7 @@ class CategoryIndex:
             category["asked"] |= written[start:end] != said[start:end] and _asks_which_of(written[:start], openers)
         ranges = self._ranges(question)
         compared = {(key, number) for key, numbers, _ in ranges for number in numbers}
-        for words in list(named):  # "level 14 or higher" is no "level 14", nor "5th level or higher" "5th level+"
+        for words in list(named) if compared else []:  # "level 14 or higher" is no "level 14", nor "5th level+"
             held = self.by_words[words]
             values = [name.split(": ", 1) for name in held["values"]]
             if values and not held["tags"] and not held["folders"] and all(
@@ -134,17 +134,17 @@ class CategoryIndex:
         for key, values in self.numbers.items():
             if not said.issuperset(key):  # the key's words said, or no comparison with it
                 continue
-            spans: list[tuple[list[int], str, Any]] = []
+            spans: list[tuple[list[int], str, float, float]] = []  # the numbers said, as said, the values in range
             for match in _comparisons(key).finditer(question):
                 number = int(next(match[group] for group in "abcde" if match[group] is not None))
-                sign, holds = _COMPARED[" ".join((match["after"] or match["before"] or match["inside"]).casefold().split())]
-                spans.append(([number], f"{sign} {number}", lambda value, holds=holds, number=number: holds(value, number)))
+                sign = _COMPARED[" ".join((match["after"] or match["before"] or match["inside"]).casefold().split())]
+                spans.append(([number], f"{sign} {number}", *_BOUNDS[sign](number)))
             for match in _spans(key).finditer(question):
                 low, high = sorted(int(next(match[f"{end}{n}"] for n in "123" if match[f"{end}{n}"] is not None))
                                    for end in ("low", "high"))
-                spans.append(([low, high], f"{low} to {high}", lambda value, low=low, high=high: low <= value <= high))
-            for numbers, said_as, holds in spans:
-                ids = sorted(i for value, held in values.items() if holds(value) for i in held)
+                spans.append(([low, high], f"{low} to {high}", low, high))
+            for numbers, said_as, low, high in spans:
+                ids = sorted(i for value, held in values.items() if low <= value <= high for i in held)
                 if ids:
                     label = f"{' '.join(key)} {said_as}"
                     found.append((key, numbers, {"words": label, "label": label, "tags": [], "folders": [], "ids": ids,
@@ -163,19 +163,21 @@ def _stated_number(key: str, value: str) -> int | None:
         return None
     if _INTEGER.fullmatch(value):
         return int(value)
-    said = r"\s+".join(re.escape(word) + r"(?:e?s)?" for word in words)
+    said = _said_pattern(words)
     stated = re.fullmatch(rf"\s*(?:(-?\d+)(?:st|nd|rd|th)?[\s-]+{said}|{said}\s+(-?\d+))\s*\+?\s*", value, re.IGNORECASE)
     return int(stated[1] or stated[2]) if stated else None
-_AT_LEAST, _AT_MOST = (">=", lambda value, number: value >= number), ("<=", lambda value, number: value <= number)
-_ABOVE, _BELOW = (">", lambda value, number: value > number), ("<", lambda value, number: value < number)
+
+
 _COMPARED = {  # how a question says a comparison: after the number ("or higher", "+") or before it ("above")
     **dict.fromkeys(["or higher", "or above", "or more", "or greater", "and higher", "and above", "and up", "+",
-                     "at least", "no lower than", "no less than"], _AT_LEAST),
+                     "at least", "no lower than", "no less than"], ">="),
     **dict.fromkeys(["or lower", "or below", "or less", "or fewer", "and lower", "and below", "at most",
-                     "no higher than", "no more than"], _AT_MOST),
-    **dict.fromkeys(["above", "over", "higher than", "more than", "greater than"], _ABOVE),
-    **dict.fromkeys(["below", "under", "lower than", "less than", "fewer than"], _BELOW),
+                     "no higher than", "no more than"], "<="),
+    **dict.fromkeys(["above", "over", "higher than", "more than", "greater than"], ">"),
+    **dict.fromkeys(["below", "under", "lower than", "less than", "fewer than"], "<"),
 }
+_BOUNDS = {">=": lambda n: (n, math.inf), "<=": lambda n: (-math.inf, n),  # integer values: the range's ends
+           ">": lambda n: (n + 1, math.inf), "<": lambda n: (-math.inf, n - 1)}
 
 
 def _said_as(ways: Iterable[str]) -> str:
@@ -187,12 +189,17 @@ _BEFORE = _said_as(way for way in _COMPARED if not way.startswith(("or ", "and "
 _NUMBER = r"(?P<{}>-?\d+)(?:st|nd|rd|th)?"
 
 
+def _said_pattern(words: Iterable[str]) -> str:
+    """A key's words as a question writes them: singular or plural, any space between."""
+    return r"\s+".join(re.escape(word) + r"(?:e?s)?" for word in words)
+
+
 @lru_cache(maxsize=1024)
 def _comparisons(key: tuple[str, ...]) -> re.Pattern[str]:
     """Where a question compares `key` with a number: "14th level or higher", "8th-level or higher", "level 14 or
     higher", "level 14+" (the comparison after), "above level 10", "under 5th level", "level above 10" (before the
     number)."""
-    said = r"\s+".join(re.escape(word) + r"(?:e?s)?" for word in key)
+    said = _said_pattern(key)
     return re.compile(
         rf"(?<![\w-])(?:{_NUMBER.format('a')}[\s-]+{said}|{said}\s+{_NUMBER.format('b')})\s*(?P<after>{_AFTER})(?!\w)"
         rf"|(?<!\w)(?P<before>{_BEFORE})\s+(?:{said}\s+{_NUMBER.format('c')}|{_NUMBER.format('d')}[\s-]+{said})(?!\w)"
@@ -204,7 +211,7 @@ def _comparisons(key: tuple[str, ...]) -> re.Pattern[str]:
 def _spans(key: tuple[str, ...]) -> re.Pattern[str]:
     """Where a question says a span of `key`: "between level 3 and 5", "between 3rd and 5th level", "from level 3
     to level 5", "levels 3 to 5" (the key said once at least)."""
-    said = r"\s+".join(re.escape(word) + r"(?:e?s)?" for word in key)
+    said = _said_pattern(key)
     low, high = (_NUMBER.format(f"low{n}") for n in "123"), (_NUMBER.format(f"high{n}") for n in "123")
     return re.compile(
         rf"(?<!\w)(?:between|from)\s+(?:{said}\s+{next(low)}\s+(?:and|to)\s+(?:{said}\s+)?{next(high)}"
