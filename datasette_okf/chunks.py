@@ -98,8 +98,8 @@ def _parts(paragraph: str, max_words: int) -> list[str]:
 def _packed(units: list[str], max_words: int, joiner: str, lead: str | None = None, cut: bool = True) -> list[str]:
     """Units (paragraphs or lines) packed greedily, in order, into pieces of at most `max_words` words, joined by
     `joiner`; with `cut`, a unit longer than that is cut at word boundaries (else it is a piece of its own: a
-    table's part is a few words over with its header), and a piece that continues an earlier one starts with
-    `lead` (a table's header)."""
+    table's part is a few words over with its header), and a piece that continues a table starts with `lead` (its
+    header)."""
     pieces: list[str] = []
     current: list[str] = []
     count = 0
@@ -116,12 +116,18 @@ def _packed(units: list[str], max_words: int, joiner: str, lead: str | None = No
             unit = " ".join(words)
         if count + len(words) > max_words and current:
             pieces.append(joiner.join(current))
-            current, count = ([lead], len(lead.split())) if lead and unit != lead else ([], 0)
+            current, count = ([lead], len(lead.split())) if lead and _continues(unit, lead) else ([], 0)
         current.append(unit)
         count += len(words)
     if current:
         pieces.append(joiner.join(current))
     return pieces
+
+
+def _continues(unit: str, lead: str) -> bool:
+    """Whether a piece opening with `unit` continues the table `lead` heads: a row of it, not the lines written
+    after the table in the same paragraph (13th Age's chaos mage: its warp table, then its feats)."""
+    return unit != lead and unit.lstrip().startswith("|")
 
 
 def _fences_closed(pieces: list[str]) -> list[str]:

@@ -33,6 +33,21 @@ def test_a_long_table_is_cut_at_its_rows_and_each_part_keeps_the_header():
     assert [line for c in chunks for line in c.text.split("\n")[1:]] == rows  # every row once, whole, in order
 
 
+def test_the_lines_after_a_table_in_its_paragraph_are_not_led_by_its_header():
+    """13th Age's chaos mage writes a table and its feats with no blank line between: the part that held only the
+    feats opened with the table's header row ("| `dice: 1d6` | Effect |" above "Once per battle when you roll…"),
+    a table with no rows, in what the LLM was handed."""
+    header = "| `dice: 1d6` | Effect |"
+    rows = [f"| {i} | **Element {i}**: a bonus equal to your level |" for i in range(1, 7)]
+    feats = ["**Adventurer Feat**", " ".join(["Once per battle when you roll for a warp effect, roll twice."] * 6),
+             "**Champion Feat**", " ".join(["When you roll a natural 18 or more on a save, an ally saves too."] * 6)]
+    chunks = split_into_chunks("\n".join([header, *rows, *feats]), max_words=100)
+    assert len(chunks) > 1
+    assert chunks[0].text.split("\n")[:7] == [header, *rows]
+    assert [c.text for c in chunks if header in c.text] == [chunks[0].text]  # the feats' parts have no header
+    assert [line for c in chunks for line in c.text.split("\n")] == [header, *rows, *feats]
+
+
 def test_a_long_code_block_is_cut_at_its_lines_closed_and_reopened():
     lines = [f"    - name: \"Trait {i}\"" for i in range(80)]
     body = "```statblock\n" + "\n".join(lines) + "\n```\n\nAfter the block."
