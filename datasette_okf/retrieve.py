@@ -710,7 +710,11 @@ def gate(query: Query, fused: list[dict[str, Any]]) -> tuple[bool, str]:
 
 
 # The series of the notes the lists found, SERIES_REACH notes either way along `next` edges: their paths
-SERIES_MEMBERS_SQL = """with recursive reach(id, steps, direction) as (
+SERIES_MEMBERS_SQL = """with recursive valued(id) as (  -- the notes holding a value the question says, a series
+  -- or not: "Group 4's third session" is about the notes with `group: Group 4`, whatever the lists found
+  select note.value from json_each(okf_categories_named(:question)) as named, json_each(named.value, '$.ids') as note
+),
+reach(id, steps, direction) as (
   select value, 0, 1 from json_each(:found)
   union all
   select value, 0, -1 from json_each(:found)
@@ -723,7 +727,8 @@ SERIES_MEMBERS_SQL = """with recursive reach(id, steps, direction) as (
 )
 select distinct concepts.path from reach cross join concepts on concepts.id = reach.id  -- from reach: not every note
 where exists (select 1 from edges where edges.src = reach.id and edges.kind = 'sequence')
-   or exists (select 1 from edges where edges.dst = reach.id and edges.kind = 'sequence')"""
+   or exists (select 1 from edges where edges.dst = reach.id and edges.kind = 'sequence')
+union select concepts.path from valued cross join concepts on concepts.id = valued.id"""
 
 
 def _missing_member(query: Query, fused: list[dict[str, Any]]) -> str | None:
@@ -735,7 +740,7 @@ def _missing_member(query: Query, fused: list[dict[str, Any]]) -> str | None:
     pairs = numbered(query.question)
     if len(pairs) < 2:
         return None
-    params = {"found": json.dumps([row["id"] for row in fused]), "reach": SERIES_REACH}
+    params = {"found": json.dumps([row["id"] for row in fused]), "question": query.question, "reach": SERIES_REACH}
     names = [_file_name(row["path"]) for row in query.run("members", SERIES_MEMBERS_SQL, params)]
     for word in dict.fromkeys(w for w, _ in pairs):
         asked = [n for w, n in pairs if w == word]

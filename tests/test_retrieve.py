@@ -834,6 +834,26 @@ def test_a_question_about_a_session_its_series_does_not_have_is_refused(tmp_path
                                           "the start of their sixth in Kanda?")["confident"]
 
 
+def test_a_session_missing_from_the_notes_holding_the_group_the_question_names_is_refused(tmp_path):
+    """"What happened in Group 4's third session?" on the Thellade vault: Group 4 has two session notes, "Campaign 4 -
+    Session 05 - …" and "Campaign 4 -Session 06 - …" (too few for a series), each with `group: Group 4`, and the
+    lists found other groups' sessions; it was answered with Group 2's sixth session. The notes holding the value the
+    question says are the group's too."""
+    from datasette_okf.store import build
+
+    files = {f"Sessions/Campaign {c}/Campaign {c} - Session {n:02d} - Part {c}{n}.md":
+             f"---\ngroup: Group {c}\n---\n# Part {c}{n}\nGroup {c} fought in session {n}.\n"
+             for c, numbers in ((2, (3, 6, 7)), (3, (3, 8, 9))) for n in numbers}
+    files.update({f"Sessions/Campaign 4/Campaign 4 - Session {n:02d} - Part 4{n}.md":
+                  f"---\ngroup: Group 4\n---\n# Part 4{n}\nGroup 4 rested at the lighthouse.\n" for n in (5, 6)})
+    build([write_bundle(tmp_path / "vault", files)], tmp_path / "v.db", embed=False)
+    refused = context_for(tmp_path / "v.db", "What happened in Group 4's third session?")
+    assert not refused["confident"] and refused["nodes"] == []
+    assert refused["reason"] == "the question names session 3, and its series has session 5, 6 only"
+    assert context_for(tmp_path / "v.db", "What happened in Group 4's fifth session?")["confident"]
+    assert context_for(tmp_path / "v.db", "What happened in Group 2's third session?")["confident"]
+
+
 def test_the_last_or_first_member_of_a_series_the_question_asks_for_comes_right_after_the_best_note(tmp_path):
     """"What happened in the last session of Campaign 6?" (Thellade): the notes found were sessions 6 and 7 of
     several campaigns, and session 8, Campaign 6's last, was not among them. The found member whose file name
