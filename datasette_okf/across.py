@@ -22,7 +22,7 @@ from typing import Any
 from .embed import EmbeddingError
 from .options import ContextOptions
 from .render import add_in_turns, context_text, cut_to_fit, estimate_tokens, no_confident_match
-from .retrieve import CUT_ROOM, MAX_NOTES, NOTES_SHARE, context_and_blocks
+from .retrieve import CUT_ROOM, MAX_NOTES, NOTES_SHARE, context_and_blocks, nearest_notes
 from .schema import OutdatedDatabase
 
 RRF_K = 60
@@ -92,6 +92,8 @@ def fuse(question: str, answers: list[tuple[str, dict[str, Any], list[list[str]]
         "reason": reason,
         "seeds": [{**seed, "db": name} for name, answer, _ in answers for seed in answer["seeds"]],
         "nodes": nodes,
+        "nearest": [] if confident else [{**note, "db": name} for name, answer, _ in answers
+                                         for note in nearest_notes(answer)],
         "facts": kept_facts,
         "context": text,
         "per_database": per_database,

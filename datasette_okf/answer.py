@@ -156,7 +156,8 @@ def _context_json(where: str, status: int, kind: str, body: bytes) -> dict[str, 
 def _lacking(data: dict[str, Any]) -> list[str]:
     """context_for's fields that `data` lacks or holds as the wrong type (of the notes' fields, the first few)."""
     lacking = [name for name, type_ in CONTEXT_FIELDS.items() if not isinstance(data.get(name), type_)]
-    in_notes = [f"{name}[{i}].{field}" for name in ("nodes", "seeds") if name not in lacking
+    lacking += ["nearest"] if not isinstance(data.get("nearest", []), list) else []  # optional: before stop 55, none
+    in_notes = [f"{name}[{i}].{field}" for name in ("nodes", "seeds", "nearest") if name in data and name not in lacking
                 for i, note in enumerate(data[name]) for field in NOTE_FIELDS
                 if not isinstance(note, dict) or not isinstance(note.get(field), str)]
     return lacking + in_notes[:3]

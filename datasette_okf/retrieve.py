@@ -417,6 +417,8 @@ class Query:
     params: dict[str, dict[str, Any]] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
     categories: list[dict[str, Any]] | None = None  # category_notes, once read
+    nearest: list[str] = field(default_factory=list)  # what a refusal points to instead of its seeds: the members
+    # of the series a question names a missing member of
 
     @property
     def uses_vectors(self) -> bool:
@@ -676,7 +678,8 @@ def gate(query: Query, fused: list[dict[str, Any]]) -> tuple[bool, str]:
     unknown = [row["name"] for row in query.run("names", UNKNOWN_NAMES_SQL, {"question": query.question})]
     missing = _missing_member(query, fused)  # before the titles: "session 9 in Kanda" names the city's note
     if missing:
-        return False, missing
+        reason, query.nearest = missing
+        return False, reason
     if titled and (not unknown or _named(query, titled, unknown)):
         return True, "the question names a concept's title or alias"
     if unknown:
@@ -725,31 +728,33 @@ reach(id, steps, direction) as (
   select edges.src, reach.steps + 1, -1 from reach join edges on edges.dst = reach.id and edges.kind = 'sequence'
   where reach.direction = -1 and reach.steps < cast(:reach as integer)
 )
-select distinct concepts.path from reach cross join concepts on concepts.id = reach.id  -- from reach: not every note
+select distinct concepts.id, concepts.path from reach cross join concepts on concepts.id = reach.id  -- not every note
 where exists (select 1 from edges where edges.src = reach.id and edges.kind = 'sequence')
    or exists (select 1 from edges where edges.dst = reach.id and edges.kind = 'sequence')
-union select concepts.path from valued cross join concepts on concepts.id = valued.id"""
+union select concepts.id, concepts.path from valued cross join concepts on concepts.id = valued.id"""
 
 
-def _missing_member(query: Query, fused: list[dict[str, Any]]) -> str | None:
-    """Why the question is about a series member no note is, if it is: "What happened to Campaign Group 6 during
-    their session 9?" — the series whose file names carry the question's other number ("Campaign 6 - Session 07 -
-    …") has sessions 6 to 8. Only with two numbers, so that one picks the series; like a name no note mentions. Not
-    when one of the members it names is there: "Group 1's sessions 6 to 9" of sessions 6 to 8 is about the series
-    (Thellade-check6's thh29, whose answer is a calendar note's line for each session), the rest for the LLM to say."""
+def _missing_member(query: Query, fused: list[dict[str, Any]]) -> tuple[str, list[str]] | None:
+    """Why the question is about a series member no note is, if it is, and the members that series has (the nearest
+    notes the refusal lists): "What happened to Campaign Group 6 during their session 9?" — the series whose file
+    names carry the question's other number ("Campaign 6 - Session 07 - …") has sessions 6 to 8. Only with two
+    numbers, so that one picks the series; like a name no note mentions. Not when one of the members it names is
+    there: "Group 1's sessions 6 to 9" of sessions 6 to 8 is about the series (Thellade-check6's thh29, whose answer
+    is a calendar note's line for each session), the rest for the LLM to say."""
     pairs = numbered(query.question)
     if len(pairs) < 2:
         return None
     params = {"found": json.dumps([row["id"] for row in fused]), "question": query.question, "reach": SERIES_REACH}
-    names = [_file_name(row["path"]) for row in query.run("members", SERIES_MEMBERS_SQL, params)]
+    named_by = {row["id"]: _file_name(row["path"]) for row in query.run("members", SERIES_MEMBERS_SQL, params)}
     for word in dict.fromkeys(w for w, _ in pairs):
         asked = [n for w, n in pairs if w == word]
         others = {n for w, n in pairs if w != word}
-        members = {number_after(name, word) for name in names if carries(name, word, others)}
-        if members and not members & set(asked):  # "sessions 6 to 9" of sessions 6-8: about the series, not refused
+        members = {i: number_after(name, word) for i, name in named_by.items() if carries(name, word, others)}
+        if members and not set(members.values()) & set(asked):  # "sessions 6 to 9" of 6-8: about the series
             named = f"{', '.join(map(str, asked[:-1]))} and {asked[-1]}" if len(asked) > 1 else str(asked[0])
-            return (f"the question names {word} {named}, and its series has "
-                    f"{word} {', '.join(map(str, sorted(members)))} only")
+            reason = (f"the question names {word} {named}, and its series has "
+                      f"{word} {', '.join(map(str, sorted(set(members.values()))))} only")
+            return reason, sorted(members, key=lambda i: (min(abs(members[i] - n) for n in asked), members[i], i))
     return None
 
 
@@ -1803,6 +1808,7 @@ def respond(query: Query, confident: bool, reason: str, seeds: list[Seed], picke
         "reason": reason,
         "seeds": [s.as_json() for s in seeds],
         "nodes": [n.as_json() for n in picked] if confident else [],
+        "nearest": [] if confident else refused_nearest(query, seeds),
         "facts": facts,
         "context": text,
         "sql": query.sql,
@@ -1814,10 +1820,21 @@ def respond(query: Query, confident: bool, reason: str, seeds: list[Seed], picke
 NEAREST = 3  # notes listed when there is no confident match
 
 
+def refused_nearest(query: Query, seeds: list[Seed]) -> list[dict[str, Any]]:
+    """The notes a refusal lists as nearest: its best seeds, or, when the question names a member its series lacks,
+    that series' members nearest the number asked ("Group 4's third session": Group 4's sessions 5 and 6, which the
+    seeds, other groups' third sessions, are not)."""
+    if not query.nearest:
+        return [s.as_json() for s in seeds[:NEAREST]]
+    query.know(query.nearest)
+    return [{"id": i, "path": query.concepts[i]["path"], "title": query.concepts[i]["title"], "ranks": {},
+             "why": "a member of the series the question names"} for i in query.nearest[:NEAREST]]
+
+
 def nearest_notes(result: dict[str, Any], count: int = NEAREST) -> list[dict[str, Any]]:
-    """The notes that came closest when `result` (context_for's JSON, local or remote) is not confident: its
-    best seeds, which `llm okf` and the question page list as "may not be relevant"."""
-    return result["seeds"][:count]
+    """The notes that came closest when `result` (context_for's JSON, local or remote) is not confident, which `llm
+    okf` and the question page list as "may not be relevant"; a server before stop 55 sent only its seeds."""
+    return result.get("nearest", result["seeds"])[:count]
 
 
 def _timed(query: Query, stage: str, function: Callable[..., T], *args: Any) -> T:

@@ -380,7 +380,7 @@ def page_view(datasette, params: dict[str, Any], result: dict[str, Any], titles:
         for seed in nearest_notes(result):
             share = (covered or {}).get(seed["id"])
             nearest.append({**seed, "url": datasette.urls.row(db, "concepts", quote(seed["id"], safe="")),
-                            "found_by": found_by(seed.get("ranks") or {}),
+                            "found_by": seed.get("why") or found_by(seed.get("ranks") or {}),
                             "coverage": None if share is None else f"{share:.0%}"})
     sql = []
     for stage, statement in result["sql"].items():  # each with the parameters it ran with

@@ -307,11 +307,13 @@ def http_response(body: bytes, content_type: str = "application/json", length: i
     (http_response(b"<!doctype html><title>Welcome to nginx!</title>", "text/html"), "answered 200 with an HTML page"),
     (http_response(b"{}"), "answered 200 with JSON that lacks question, context, nodes, seeds, confident, reason;"),
     (http_response(b"[1, 2]"), "answered 200 with a JSON array"),
+    (http_response(b'{"question": "Q", "context": "C", "nodes": [], "seeds": [], "confident": false, "reason": "R",'
+                   b' "nearest": [{"id": 1}]}'), "answered 200 with JSON that lacks nearest[0].id, nearest[0].title"),
     (http_response(b'{"question": "Who', "text/plain"), "answered 200 with invalid JSON (Unterminated string"),
     (b"HTTP/1.1 OOPS\r\n\r\n", "answered with a broken HTTP response (BadStatusLine: HTTP/1.1 OOPS)"),
     (http_response(b'{"question": "Who', length=1000), "closed the connection after 17 bytes of a 1000-byte answer"),
     (b"", "closed the connection without answering"),
-], ids=["html", "empty-object", "array", "invalid-json", "broken-status-line", "cut-short", "hang-up"])
+], ids=["html", "empty-object", "array", "bad-nearest", "invalid-json", "broken-status-line", "cut-short", "hang-up"])
 def test_url_that_does_not_answer_context_for_json_is_one_line_saying_what_it_answered(answer, said):
     with raw_server(answer) as url:
         result = run("okf", "context", QUESTION, "--url", url)

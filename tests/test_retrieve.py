@@ -24,8 +24,9 @@ def ids(result):
 
 def test_json_contract(campaign_db):
     result = context_for(campaign_db, "Who leads the harbour council?")
-    assert set(result) == {"question", "mode", "intent", "confident", "reason", "seeds", "nodes", "facts",
+    assert set(result) == {"question", "mode", "intent", "confident", "reason", "seeds", "nodes", "nearest", "facts",
                            "context", "sql", "params", "timings_ms", "vectors"}
+    assert result["nearest"] == []  # confident: nothing to list instead
     assert set(result["seeds"][0]) >= {"id", "path", "title", "ranks", "rrf"}
     assert set(result["seeds"][0]["ranks"]) == {"title", "fts", "vector", "dated"}
     assert set(result["nodes"][0]) == {"id", "bundle", "path", "title", "score", "via", "why", "trust", "stale",
@@ -808,7 +809,7 @@ def test_a_question_about_a_session_its_series_does_not_have_is_refused(tmp_path
     """"What happened to Campaign Group 6 during their session 9 in Kanda?" (Thellade, out of the bundle): Campaign
     6's sessions are 6 to 8. The question's other number picks the series; a session it lacks is like a name no
     note mentions. Campaign 3's session 9 says nothing of Group 6."""
-    from datasette_okf.retrieve import SERIES_MEMBERS_SQL
+    from datasette_okf.retrieve import SERIES_MEMBERS_SQL, nearest_notes
     from datasette_okf.store import build
 
     files = {f"Sessions/Campaign {c}/Campaign {c} - Session {n:02d} - Part {n}.md":
@@ -820,6 +821,7 @@ def test_a_question_about_a_session_its_series_does_not_have_is_refused(tmp_path
     refused = context_for(tmp_path / "v.db", "What happened to Campaign Group 6 during their session 9 in Kanda?")
     assert not refused["confident"] and refused["nodes"] == []
     assert refused["reason"] == "the question names session 9, and its series has session 6, 7, 8 only"
+    assert [n["title"][-6:] for n in nearest_notes(refused)] == ["Part 8", "Part 7", "Part 6"]  # nearest 9 first
     assert refused["sql"]["members"] == SERIES_MEMBERS_SQL
     assert context_for(tmp_path / "v.db", "What happened to Group 3 during their session 9 in Kanda?")["confident"]
     assert context_for(tmp_path / "v.db", "What happened to Group 6 during their session 8 in Kanda?")["confident"]
@@ -839,17 +841,22 @@ def test_a_session_missing_from_the_notes_holding_the_group_the_question_names_i
     Session 05 - …" and "Campaign 4 -Session 06 - …" (too few for a series), each with `group: Group 4`, and the
     lists found other groups' sessions; it was answered with Group 2's sixth session. The notes holding the value the
     question says are the group's too."""
+    from datasette_okf.retrieve import nearest_notes
     from datasette_okf.store import build
 
     files = {f"Sessions/Campaign {c}/Campaign {c} - Session {n:02d} - Part {c}{n}.md":
-             f"---\ngroup: Group {c}\n---\n# Part {c}{n}\nGroup {c} fought in session {n}.\n"
+             f"---\ngroup: Group {c}\n---\n# Part {c}{n}\nWhat happened in session {n}: the group fought.\n"
              for c, numbers in ((2, (3, 6, 7)), (3, (3, 8, 9))) for n in numbers}
     files.update({f"Sessions/Campaign 4/Campaign 4 - Session {n:02d} - Part 4{n}.md":
-                  f"---\ngroup: Group 4\n---\n# Part 4{n}\nGroup 4 rested at the lighthouse.\n" for n in (5, 6)})
+                  f"---\ngroup: Group 4\n---\n# Part 4{n}\nThey rested at the lighthouse.\n" for n in (5, 6)})
     build([write_bundle(tmp_path / "vault", files)], tmp_path / "v.db", embed=False)
     refused = context_for(tmp_path / "v.db", "What happened in Group 4's third session?")
     assert not refused["confident"] and refused["nodes"] == []
     assert refused["reason"] == "the question names session 3, and its series has session 5, 6 only"
+    # the nearest notes a refusal lists are Group 4's own, not the other groups' third sessions the lists found
+    assert "Part 23" in {n["title"][-7:] for n in refused["seeds"][:3]}  # among the lists' best: Group 2's third
+    assert [n["title"][-7:] for n in nearest_notes(refused)] == ["Part 45", "Part 46"]
+    assert nearest_notes(refused)[0]["why"] == "a member of the series the question names"
     assert context_for(tmp_path / "v.db", "What happened in Group 4's fifth session?")["confident"]
     assert context_for(tmp_path / "v.db", "What happened in Group 2's third session?")["confident"]
 

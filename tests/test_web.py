@@ -342,6 +342,24 @@ def test_no_confident_match_lists_the_nearest_notes_and_what_was_checked(ds):
     assert 'id="okf-nodes"' not in page  # no empty sections
 
 
+def test_a_refused_series_member_lists_the_series_own_notes_as_nearest(tmp_path):
+    """"What happened in Group 4's third session?" (Thellade): refused, its series has sessions 5 and 6 only; the
+    page lists those two, saying why, not the other groups' third sessions the lists found."""
+    import re
+
+    files = {f"Sessions/Campaign {c}/Campaign {c} - Session {n:02d} - Part {c}{n}.md":
+             f"---\ngroup: Group {c}\n---\nWhat happened in session {n}: the group fought.\n"
+             for c, numbers in ((2, (3, 6, 7)), (3, (3, 8, 9))) for n in numbers}
+    files.update({f"Sessions/Campaign 4/Campaign 4 - Session {n:02d} - Part 4{n}.md":
+                  "---\ngroup: Group 4\n---\nThey rested at the lighthouse.\n" for n in (5, 6)})
+    build([write_bundle(tmp_path / "vault", files)], tmp_path / "v.db", embed=False)
+    page = fetch(Datasette([str(tmp_path / "v.db")]), "/-/context_for?q=What happened in Group 4's third session?").text
+    [section] = re.findall(r'<div id="okf-nearest">(.*?)</div>\s*<h2>Context for the LLM', page, re.DOTALL)
+    listed = re.findall(r'<li data-id="([^"]+)">', section)
+    assert [i.rsplit("/", 1)[-1] for i in listed] == ["Campaign 4 - Session 05 - Part 45", "Campaign 4 - Session 06 - Part 46"]
+    assert _visible(section).count("a member of the series the question names") == 2
+
+
 # --- immutable serving (datasette -i): every surface, and answers a cache may keep
 
 
