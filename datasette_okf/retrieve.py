@@ -1492,8 +1492,10 @@ CATEGORY_SQL = """with named as materialized (
 driving as materialized (  -- when a set is asked for: the category asked which of, else the one of fewest notes
   select category from named
   where (:list_question or exists (select 1 from named where asked))
-    -- but no lone category of more notes than a set lists: its every note would be in the set, none added
-    and not ((select count(*) from named) = 1 and json_extract(category, '$.least') > cast(:most as integer))
+    -- but no lone category of more notes than a set lists: its every note would be in the set, none added; unless
+    -- the question asks for a kind its notes may narrow it to (people, for "Who is in Group 3?"), and it is small
+    and not ((select count(*) from named) = 1 and json_extract(category, '$.least') > cast(:most as integer)
+             and (:kinds = '[]' or json_extract(category, '$.least') > cast(:kinds_most as integer)))
   order by asked desc, json_extract(category, '$.notes') limit 1
 ),
 candidates as (  -- its notes: under its folders (an id range), holding its tags (FTS5's tags column) or values
@@ -1527,10 +1529,18 @@ counted as materialized (
   select id, count(*) as holds from holding group by id
   having sum(asked) = (select count(*) from named where asked)  -- every category asked which of
 ),
-members as materialized (  -- those holding the most named categories: two at least, when two are named and none
+held as materialized (  -- those holding the most named categories: two at least, when two are named and none
   select id from counted  -- is asked which of (an unasked one may only be what the question is about)
   where holds = (select max(holds) from counted)
     and (holds >= min(2, (select count(*) from named)) or exists (select 1 from named where asked))
+),
+members as materialized (  -- more than a set lists: those of the kinds the question asks for, by type or tag
+  select id from held where (select count(*) from held) <= cast(:most as integer)
+  union all
+  select held.id from held cross join concepts on concepts.id = held.id
+  where (select count(*) from held) > cast(:most as integer)
+    and (lower(concepts.type) in (select value from json_each(:kinds))
+         or exists (select 1 from json_each(concepts.tags) as tag where lower(tag.value) in (select value from json_each(:kinds))))
   order by id limit cast(:most as integer) + 1
 )
 select id, (select json_group_array(json_extract(category, '$.label')) from named
@@ -1539,14 +1549,17 @@ from members
 where (select count(*) from members) between 2 and cast(:most as integer)
 order by id"""
 CATEGORY_MOST = 8  # notes in a set the context lists: more, and the rest of the question finds no room
+CATEGORY_KINDS_MOST = 200  # notes of a lone category a list question's kinds may narrow to a set (VALUE_MOST's)
 
 
 def category_notes(query: Query) -> list[dict[str, Any]]:
     """The notes of the categories a question that asks who or which of many names (CATEGORY_SQL), read once:
     evidence for the gate, and the category stage's notes."""
     if query.categories is None:
+        listing = asks_for_list(query.question)
         query.categories = query.run("categories", CATEGORY_SQL, {
-            "question": query.question, "most": CATEGORY_MOST, "list_question": int(asks_for_list(query.question))
+            "question": query.question, "most": CATEGORY_MOST, "list_question": int(listing),
+            "kinds": json.dumps(kinds_asked(query.question) if listing else []), "kinds_most": CATEGORY_KINDS_MOST,
         }) if asks_which(query.question) else []
         query.know([row["id"] for row in query.categories])
     return query.categories

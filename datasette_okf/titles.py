@@ -353,7 +353,8 @@ def of_another(name: str, neighbour: str, pairs: list[list[Any]]) -> bool:
 _LIST_QUESTION = re.compile(
     r"^\s*(?:who|what|which)\s+(?:are|were)\b"  # "Who are…", "What were…"
     r"|^\s*who\s+(?:lives?|lived|inhabits?|dwells?|works?|worked|serves?|served)\b"  # "Who lives in Glowquarter?"
-    r"|^\s*who\s+(?:is|are|was|were)\s+(?:aboard|on\s+board|among|stationed|posted|based)\b"  # "Who is aboard…"
+    r"|^\s*who(?:'s|\u2019s|\s+(?:is|are|was|were))\s+(?:aboard|on\s+board|among|stationed|posted|based"
+    r"|in(?!\s+charge))\b"  # "Who is aboard…", "Who's in Group 3?"; not "Who is in charge of…" (one)
     r"|^\s*(?:who|what|which|list|name)\b.*\b(?:members?|belong\w*|part of)\b"  # "…the members of…", "…belong to…"
     r"|^\s*(?:which|what)\s+(?:people|(?!(?:is|was|has|does|happens|means|counts|makes|takes|gets|goes|comes|causes"
     r"|allows|lets|needs|says|seems)\b)\w+s)\b"  # "Which people…", "What places…"; not "What happens…"

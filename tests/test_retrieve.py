@@ -2146,6 +2146,11 @@ def test_a_question_asking_which_of_the_categories_it_names_gets_the_notes_holdi
     assert members("Who are the lieutenants?") == ["Azael", "Goriath"]  # a folder alone, in a list question
     assert members("Which realms are governed as monarchies?") == ["Kanda", "Tidecairn"]  # a frontmatter value
     assert members("What did the player characters of Group 1 do in the harbour?") == []  # no list asked
+    # a lone category of more notes than a set lists (Group1: 3 people, 8 sessions), narrowed to the kind a list
+    # question asks for: "who", people by their type ("Who is in Group 3?" on Thellade: its seven of 30 notes)
+    assert members("Who is in Group 1?") == ["Ann", "Bo", "Dee"]
+    monkeypatch.setattr(retrieve, "CATEGORY_KINDS_MOST", 10)
+    assert members("Who is in Group 1?") == []  # a category too large to narrow is not read
     monkeypatch.setattr(retrieve, "CATEGORY_MOST", 1)
     assert members("Who are the player characters in Group 1?") == []  # more than the context lists
     assert members("Who are the lieutenants?") == []  # a lone category of more: not read at all (its `least`)

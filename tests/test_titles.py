@@ -341,7 +341,8 @@ def test_a_question_asking_who_or_which_of_many_is_told_from_one_about_a_single_
                      "What NPCs are in Kanda?", "What places do the Red Runners control?",
                      "Who lives in Glowquarter?", "Who works for the Emberheart Traders?",
                      "What magical sites are catalogued among the points of interest?",  # its noun after a word
-                     "Who is aboard the ship The Mist Piercer?", "Who is stationed at the Ashen Watchpost?"]:
+                     "Who is aboard the ship The Mist Piercer?", "Who is stationed at the Ashen Watchpost?",
+                     "Who is in Group 3?", "Who's in the Iron Syndicate?"]:
         assert asks_for_list(question), question
     for question in ["Who leads the Red Runners?", "What was the district called before, and which group is it named?",
                      "What does the archivist who catalogues relics refuse to cross?",
