@@ -1397,18 +1397,8 @@ def series(query: Query, nodes: list[Node]) -> list[Node]:
         if row["role"] == "named":  # the question names it ("Group 3's session 9"): right after the best note found
             wanted = round(max(score.values()) * SERIES_SHARE, 6)
         else:
-            # A stretch of the series: right after the member before it (a gap between session 3, a seed, and
-            # session 5, walked: 4 follows 3, not 5). One moment: the lower of its two neighbours, halved; but when
-            # the question asks what came next or before, the higher, as an end next to it would stand (a mention
-            # of session 5 by a weaker seed made session 4 a gap, and it fell behind the walked notes).
-            share = SERIES_SHARE if ordered else WALK_SHARE
-            around = [score[i] for i in (row["after"], row["before"]) if i in score]
-            nearest = max(around) if params["ends"] else min(around)
-            wanted = round((score[row["after"]] if ordered and row["after"] in score else nearest) * share, 6)
-        if row["id"] in added and added[row["id"]].score >= wanted:
-            continue
-        added[row["id"]] = Node(query.concepts[row["id"]], wanted,
-                                {"kind": "series", "role": row["role"], "after": row["after"], "before": row["before"]})
+            wanted = _stretch_score(row, score, ordered, bool(params["ends"]))
+        _add_series(query, added, row, wanted)
     end = _asked_end(query, nodes)
     if end is not None:  # right after the strongest note found, as a member named by number is
         end_id, towards, start = end
@@ -1419,6 +1409,7 @@ def series(query: Query, nodes: list[Node]) -> list[Node]:
         else:
             added[end_id] = Node(query.concepts[end_id], wanted,
                                  {"kind": "series", "role": towards, "after": start, "before": None})
+    _around_asked(query, nodes, added, bool(params["ends"]))
     # "Group 2's session 7": the walk brought session 7 from session 6, a seed, at half its score; it follows it
     answered = _best_per_pair([row for row in rows if row["role"] == "answered"], score, query)
     _in_order(nodes, [(row["after"], row["id"]) for row in answered.values()])
@@ -1427,6 +1418,49 @@ def series(query: Query, nodes: list[Node]) -> list[Node]:
         if node.id not in added or added[node.id].score < node.score:
             added[node.id] = node
     return _marked_stale(query, list(added.values()))
+
+
+def _stretch_score(row: dict[str, Any], score: dict[str, float], ordered: bool, ends: bool) -> float:
+    """Where a gap or an end of a series stretch stands: right after the member before it (a gap between session 3,
+    a seed, and session 5, walked: 4 follows 3, not 5). One moment: the lower of its two neighbours, halved; but when
+    the question asks what came next or before, the higher, as an end next to it would stand (a mention of session 5
+    by a weaker seed made session 4 a gap, and it fell behind the walked notes)."""
+    share = SERIES_SHARE if ordered else WALK_SHARE
+    around = [score[i] for i in (row["after"], row["before"]) if i in score]
+    nearest = max(around) if ends else min(around)
+    return round((score[row["after"]] if ordered and row["after"] in score else nearest) * share, 6)
+
+
+def _add_series(query: Query, added: dict[str, Node], row: dict[str, Any], wanted: float) -> None:
+    """A series row's note, at `wanted`, unless it is added already as high."""
+    if row["id"] not in added or added[row["id"]].score < wanted:
+        added[row["id"]] = Node(query.concepts[row["id"]], wanted,
+                                {"kind": "series", "role": row["role"], "after": row["after"], "before": row["before"]})
+
+
+def _around_asked(query: Query, nodes: list[Node], added: dict[str, Node], ends: bool) -> None:
+    """The stretch around a member the question asks for (by number, or as the last or first), which the series
+    statement could not see among the notes found: "Group 3's tenth session opens on … Which bonuses the party picked
+    up in the two sessions before…" found session 8 and asked for 10; 9, between them, came only as a walk's
+    neighbour, behind the budget (Thellade-check5's thg34): it rises. Another run of the statement, with the asked
+    members among the notes found."""
+    asked = [i for i, node in added.items() if node.why["role"] in ("named", "last", "first")]
+    if not asked:
+        return
+    found = [n.id for n in nodes if n.why["kind"] != "hop"]  # a walked note between them is the gap, to rise
+    rows = query.run("series_asked", SERIES_UNNAMED_SQL, {
+        "nodes": json.dumps(found + asked), "max_gap": SERIES_GAP + 1, "ends": int(ends)})
+    query.know([row["id"] for row in rows])
+    score = {n.id: n.score for n in nodes} | {i: added[i].score for i in asked}
+    offered = {n.id: n for n in nodes}
+    for row in rows:
+        if row["role"] not in ("gap", "end") or not {row["after"], row["before"]} & set(asked) or row["id"] in asked:
+            continue
+        wanted = _stretch_score(row, score, True, ends)  # the stretch the question spans, as "from … to …" does
+        if row["id"] in offered:  # walked from session 8 at half its score: it rises to where the stretch puts it
+            offered[row["id"]].score = max(offered[row["id"]].score, wanted)
+        else:
+            _add_series(query, added, row, wanted)
 
 
 # A member the question names with whose it is ("Group 1's session 8": titles.qualified), wherever it is in the

@@ -888,6 +888,32 @@ def test_the_last_or_first_member_of_a_series_the_question_asks_for_comes_right_
     assert "series_end" not in other["sql"]  # no note is numbered by "time"
 
 
+def test_the_notes_between_a_member_the_question_names_and_a_member_found_come_right_after_the_found_one(tmp_path):
+    """"Group 3's tenth session opens on the afternoon of 4 Dawnmarch. Which temporary bonuses the party picked up in
+    the two sessions before…" (Thellade-check5's thg34): the words found session 8, the question named 10, and 9,
+    between them, came at half session 8's score (walked, or an end of the stretch found), behind the budget. The
+    series statement runs again with the member asked for among the notes found: 9 is their gap, and follows 8."""
+    from datasette_okf.store import build
+
+    said = {8: "In this session Group 3 picked up two temporary bonuses at the shrine."}
+    files = {f"Sessions/Campaign 3/Campaign 3 - Session {n:02d} - Part {n}.md": f"{said.get(n, 'They slept.')}\n"
+             for n in range(5, 11)}
+    files.update({f"Shrines/Shrine {n}.md": f"A shrine whose priests hand out temporary bonuses to the party ({n}).\n"
+                  for n in range(4)})
+    build([write_bundle(tmp_path / "vault", files)], tmp_path / "v.db", embed=False)
+    result = context_for(tmp_path / "v.db", "Which temporary bonuses did Group 3 pick up in the two sessions before "
+                                            "their tenth session?")
+    titles = [n["title"] for n in result["nodes"]]
+    nodes = {n["title"]: n for n in result["nodes"]}
+    session = "Campaign 3 - Session {:02d} - Part {}".format
+    assert nodes[session(10, 10)]["via"].startswith("series: named by the question")
+    assert nodes[session(9, 9)]["via"].startswith("series: after vault/Sessions/Campaign 3/Campaign 3 - Session 08")
+    assert nodes[session(9, 9)]["score"] == round(nodes[session(8, 8)]["score"] * 0.99, 6)
+    assert titles.index(session(9, 9)) < titles.index("Shrine 3")  # before the other notes found
+    assert "series_asked" in result["sql"]
+    assert nodes[session(7, 7)]["score"] == round(nodes[session(8, 8)]["score"] * 0.5, 6)  # not between: no lift
+
+
 def test_a_question_that_numbers_its_group_gets_no_ends_of_another_groups_series(tmp_path, monkeypatch):
     """"How did Group 4 get from their meeting at the Gilded Hound Inn to facing Herald Elandor's judgement?"
     (Thellade-check3): the walk brought Campaign 2's session 7 (Elandor's ally), the series stage added its sessions
