@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
 
-from .titles import PREPOSITIONS, STOPWORDS
+from .titles import PREPOSITIONS, STOPWORDS, content_words
 
 _PART = re.compile(r"[A-Z]+s?(?![a-z])|[A-Z]?[a-z]+|\d+")  # "PlayerCharacter" "Group6" "NPCs" "POI"
 _NUMBERING = re.compile(r"^\s*\d+[a-z]?(?=[\s._-]|$)[\s._-]*", re.IGNORECASE)  # "02c Orcus' Lieutenants", "13A"
@@ -248,3 +248,14 @@ _ASKS_WHICH = re.compile(r"^\s*(?:who|which|what|list|name|how\s+many)\b", re.IG
 def asks_which(question: str) -> bool:
     """Whether the question starts as a question for a set does: who, which, what, list, name, how many."""
     return bool(_ASKS_WHICH.search(question))
+
+
+_LISTING_WORDS = {"list", "name", "all", "every", "there", "known", "kind", "type", "exist"}  # "List all the …"
+
+
+def asks_whole(question: str, categories: Iterable[str]) -> bool:
+    """Whether the question asks for the whole of the categories it names, nothing it says besides them: "Who are the
+    deities?", "List all the demon lords", not "Which deities require an unholy sanctification?" (a part of them,
+    which their notes say, and which a line naming all of them would crowd out). `categories`: their words."""
+    said = {singular(word) for name in categories for word in name.split()}
+    return all(singular(word) in said | _LISTING_WORDS for word in content_words(question))

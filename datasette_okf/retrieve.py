@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 import sqlite_utils
 
-from .categories import asks_which
+from .categories import asks_which, asks_whole
 from .chunks import own_heading
 from .embed import EmbeddingError, canonical_id, embed_query, is_default
 from .graph import WalkOptions
@@ -686,7 +686,7 @@ def gate(query: Query, fused: list[dict[str, Any]]) -> tuple[bool, str]:
         return False, f"the question names {', '.join(unknown)}, which no note mentions"
     if dated:  # "What happened on 13 March 1347?": the session dated so, as a title would name it (§2.9)
         return True, "the question names a date notes are dated at"
-    members = category_notes(query)
+    members = category_set(query)
     if members:  # "Which player characters are in Group 3?": the notes tagged so, as a title names a note (§5.13)
         return True, f"the question names a set of {len(members)} notes: {', '.join(json.loads(members[0]['named']))}"
     options = query.options
@@ -1526,9 +1526,9 @@ CATEGORY_SQL = """with named as materialized (
 driving as materialized (  -- when a set is asked for: the category asked which of, else the one of fewest notes
   select category from named
   where (:list_question or exists (select 1 from named where asked))
-    -- but no lone category of more notes than a set lists: its every note would be in the set, none added; unless
-    -- the question asks for a kind its notes may narrow it to (people, for "Who is in Group 3?"), and it is small
-    and not ((select count(*) from named) = 1 and json_extract(category, '$.least') > cast(:most as integer)
+    -- but no lone category of more notes than a listing names: its every note would be in the set; unless the
+    -- question asks for a kind its notes may narrow it to (people, for "Who is in Group 3?"), and it is small
+    and not ((select count(*) from named) = 1 and json_extract(category, '$.least') > cast(:list_most as integer)
              and (:kinds = '[]' or json_extract(category, '$.least') > cast(:kinds_most as integer)))
   order by asked desc, json_extract(category, '$.notes') limit 1
 ),
@@ -1568,22 +1568,26 @@ held as materialized (  -- those holding the most named categories: two at least
   where holds = (select max(holds) from counted)
     and (holds >= min(2, (select count(*) from named)) or exists (select 1 from named where asked))
 ),
-members as materialized (  -- more than a set lists: those of the kinds the question asks for, by type or tag
-  select id from held where (select count(*) from held) <= cast(:most as integer)
-  union all
+typed as materialized (  -- of those, the ones of the kinds a list question asks for, by type or tag
   select held.id from held cross join concepts on concepts.id = held.id
-  where (select count(*) from held) > cast(:most as integer)
-    and (lower(concepts.type) in (select value from json_each(:kinds))
-         or exists (select 1 from json_each(concepts.tags) as tag where lower(tag.value) in (select value from json_each(:kinds))))
-  order by id limit cast(:most as integer) + 1
+  where lower(concepts.type) in (select value from json_each(:kinds))
+     or exists (select 1 from json_each(concepts.tags) as tag where lower(tag.value) in (select value from json_each(:kinds)))
+),
+members as materialized (  -- more than a set lists: those of the kinds asked for, when there are any
+  select id from held
+  where (select count(*) from held) <= cast(:most as integer) or not exists (select 1 from typed)
+  union all
+  select id from typed where (select count(*) from held) > cast(:most as integer)
+  order by id limit cast(:list_most as integer) + 1
 )
 select id, (select json_group_array(json_extract(category, '$.label')) from named
             where key in (select key from holding where holding.id = members.id)) as named
 from members
-where (select count(*) from members) between 2 and cast(:most as integer)
+where (select count(*) from members) between 2 and cast(:list_most as integer)
 order by id"""
 CATEGORY_MOST = 8  # notes in a set the context lists: more, and the rest of the question finds no room
 CATEGORY_KINDS_MOST = 200  # notes of a lone category a list question's kinds may narrow to a set (VALUE_MOST's)
+CATEGORY_LIST_MOST = 30  # a set of more than CATEGORY_MOST, up to this, comes as fact lines naming its notes
 
 
 def category_notes(query: Query) -> list[dict[str, Any]]:
@@ -1592,11 +1596,41 @@ def category_notes(query: Query) -> list[dict[str, Any]]:
     if query.categories is None:
         listing = asks_for_list(query.question)
         query.categories = query.run("categories", CATEGORY_SQL, {
-            "question": query.question, "most": CATEGORY_MOST, "list_question": int(listing),
+            "question": query.question, "most": CATEGORY_MOST, "list_most": CATEGORY_LIST_MOST,
+            "list_question": int(listing),
             "kinds": json.dumps(kinds_asked(query.question) if listing else []), "kinds_most": CATEGORY_KINDS_MOST,
         }) if asks_which(query.question) else []
         query.know([row["id"] for row in query.categories])
     return query.categories
+
+
+def category_set(query: Query) -> list[dict[str, Any]]:
+    """The category statement's notes when they are few enough to come as notes: two to CATEGORY_MOST."""
+    rows = category_notes(query)
+    return rows if len(rows) <= CATEGORY_MOST else []
+
+
+def category_listing(query: Query, about: str) -> list[dict[str, Any]]:
+    """A set of more than CATEGORY_MOST notes (up to CATEGORY_LIST_MOST) as fact lines naming them, counted in the
+    budget of the note `about`, when the question asks for the whole of it: "Who are the deities?" on Thellade, 23
+    notes of type Deity, too many to offer as notes, and no note lists them all."""
+    rows = category_notes(query)
+    if len(rows) <= CATEGORY_MOST:
+        return []
+    named = json.loads(query.conn.execute("select okf_categories_named(?)", [query.question]).fetchone()[0])
+    if not asks_whole(query.question, [category["words"] for category in named]) or any(
+            len(json.loads(row["named"])) < len(named) for row in rows):  # holding fewer: a narrower set is asked
+        return []
+    facts = []
+    for row in rows:
+        member = query.concepts[row["id"]]
+        fact = {"subject": member["title"], "subject_id": row["id"], "predicate": "category",
+                "object": ", ".join(json.loads(row["named"])), "object_id": None, "date": None, "source": None,
+                "trust": member["trust"], "superseded_by": member.get("superseded_by"),
+                "stale": _is_stale(query, member), "stale_after": member.get("stale_after"), "with_id": about}
+        fact["text"] = fact_line(fact)
+        facts.append(fact)
+    return facts
 
 
 # A set a link defines: "Which characters belong to the Gilded Hammer Union?" asks for the notes whose frontmatter
@@ -1643,7 +1677,7 @@ def categories(query: Query, nodes: list[Node]) -> list[Node]:
     notes of the types it asks for linking to the strongest note found (said so first: "organization: The Red
     Runners" says more than "type: Place"): right after that note (as a note named by number comes); one already
     offered rises there and says so."""
-    rows = [{"id": row["id"], "named": json.loads(row["named"])} for row in category_notes(query)]
+    rows = [{"id": row["id"], "named": json.loads(row["named"])} for row in category_set(query)]
     top = max(nodes, key=lambda n: n.score, default=None)
     if top is not None and asks_for_list(query.question):
         top = _within_name(query, nodes, top)
@@ -1794,7 +1828,7 @@ def find_facts(query: Query, nodes: list[Node], run: bool) -> list[dict[str, Any
         }
         fact["text"] = fact_line(fact)
         facts.append(fact)
-    return facts
+    return facts + category_listing(query, max(nodes, key=lambda n: n.score).id) if nodes else facts
 
 
 def _without_repeats(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from datasette_okf.categories import CategoryIndex, category_words, singular
+from datasette_okf.categories import CategoryIndex, asks_whole, category_words, singular
 
 
 @pytest.mark.parametrize("word, one", [("characters", "character"), ("deities", "deity"), ("kobolds", "kobold"),
@@ -173,3 +173,14 @@ def test_what_of_a_value_in_the_plural_asks_what_they_were_not_which_notes_hold_
     assert [c["asked"] for c in index.named("What divine tides came to Kothar in session 6?")] == [False]
     assert [c["asked"] for c in index.named("Which tides are there?")] == [True]
     assert [c["asked"] for c in index.named("What dreams came to Kothar?")] == [True]  # a tag's, too
+
+
+@pytest.mark.parametrize("question, categories, whole", [
+    ("Who are the deities?", ["deity"], True),
+    ("List all the demon lords.", ["demon lord"], True),
+    ("What deities are there?", ["deity"], True),
+    ("Which deities require their followers to take an unholy sanctification?", ["deity"], False),
+    ("Name the star-mask creatures that come as mooks.", ["star mask", "mook"], False),
+])
+def test_a_question_asks_for_the_whole_of_the_categories_when_it_says_nothing_besides_them(question, categories, whole):
+    assert asks_whole(question, categories) is whole

@@ -2122,6 +2122,35 @@ def test_at_equal_score_the_walked_note_nearer_the_question_is_packed_first():
     assert [n.id for n in packing_order([near, far])] == ["Demon", "Barbarian"]
 
 
+def test_a_set_too_large_to_offer_as_notes_comes_as_fact_lines_naming_its_notes(tmp_path, monkeypatch):
+    """"Who are the deities?" on Thellade: 23 notes of type Deity, more than a context offers as notes (CATEGORY_MOST),
+    and no note lists them all: the context named none of them. Up to CATEGORY_LIST_MOST come as fact lines, `X
+    category Deity`, in the budget of the strongest note; a larger set says too little about which, and none come."""
+    from datasette_okf import retrieve
+    from datasette_okf.store import build
+
+    gods = ["Aurion", "Eldath", "Isfyrra", "Lunara", "Malrik", "Morvina", "Nimara", "Thyros", "Urrogg", "Velessa"]
+    files = {f"Deities/{god}.md": f"---\ntype: Deity\ntags: [Deity]\n---\n{god} is worshipped in the isles.\n"
+             for god in gods}
+    files["Religions.md"] = "The deities of the isles are many, melee deities and sea deities, worshipped at sea.\n"
+    files["Tactics/Charge.md"] = "---\ntags: [Melee]\n---\nA melee charge.\n"
+    build([write_bundle(tmp_path / "vault", files)], tmp_path / "v.db", embed=False)
+    result = context_for(tmp_path / "v.db", "Who are the deities?")
+    listed = [f for f in result["facts"] if f["predicate"] == "category"]
+    assert [f["subject"] for f in listed] == gods
+    assert listed[0]["text"] == "- Aurion category Deity (trust: unverified)"
+    assert all(f"- {god} category Deity" in result["context"] for god in gods)
+    assert not any(n["via"].startswith("category") for n in result["nodes"])  # no note offered for the set
+    assert {f["with_id"] for f in listed} == {max(result["nodes"], key=lambda n: n["score"])["id"]}
+    for part in ["Which deities are worshipped at sea?",  # a part of them: their notes say which
+                 "Which deities are melee deities?"]:  # a category none of them holds: a narrower set, not them all
+        answered = context_for(tmp_path / "v.db", part)
+        assert answered["confident"] and not [f for f in answered["facts"] if f["predicate"] == "category"], part
+    monkeypatch.setattr(retrieve, "CATEGORY_LIST_MOST", 9)
+    assert not [f for f in context_for(tmp_path / "v.db", "Who are the deities?")["facts"]
+                if f["predicate"] == "category"]
+
+
 def test_a_question_asking_which_of_the_categories_it_names_gets_the_notes_holding_them_right_after_the_top_note(
         tmp_path, monkeypatch):
     """"Who are the player characters in Group 6?" named no title; Thellade's six characters are tagged Character,
@@ -2176,7 +2205,9 @@ def test_a_question_asking_which_of_the_categories_it_names_gets_the_notes_holdi
     # question asks for: "who", people by their type ("Who is in Group 3?" on Thellade: its seven of 30 notes)
     assert members("Who is in Group 1?") == ["Ann", "Bo", "Dee"]
     monkeypatch.setattr(retrieve, "CATEGORY_KINDS_MOST", 10)
-    assert members("Who is in Group 1?") == []  # a category too large to narrow is not read
+    monkeypatch.setattr(retrieve, "CATEGORY_LIST_MOST", 10)
+    assert members("Who is in Group 1?") == []  # a category too large to narrow or list is not read
     monkeypatch.setattr(retrieve, "CATEGORY_MOST", 1)
-    assert members("Who are the player characters in Group 1?") == []  # more than the context lists
-    assert members("Who are the lieutenants?") == []  # a lone category of more: not read at all (its `least`)
+    assert members("Who are the player characters in Group 1?") == []  # more than the context lists as notes
+    monkeypatch.setattr(retrieve, "CATEGORY_LIST_MOST", 1)
+    assert members("Who are the lieutenants?") == []  # more than fact lines list: none
