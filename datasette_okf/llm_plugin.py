@@ -141,7 +141,8 @@ def register_commands(cli):
                 return
             click.echo(f"The bundle has no confident match for this question ({result['reason']}).")
             if nearest:
-                click.echo("Nearest notes, which may not be relevant:")
+                click.echo("The members its series has, nearest the one asked:" if nearest[0].get("why") else
+                           "Nearest notes, which may not be relevant:")
                 for seed in nearest:
                     click.echo(f"  - {seed['title']} ({seed['id']}, {seed['path']})")
             return

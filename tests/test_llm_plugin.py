@@ -96,6 +96,25 @@ def test_not_confident_never_calls_the_model(campaign_db, scripted):
     assert scripted.prompts == []
 
 
+def test_a_session_its_series_lacks_lists_the_series_members_instead(scripted, tmp_path):
+    """"What happened in Group 4's third session?" (Thellade): refused, and the notes listed are Group 4's own."""
+    from datasette_okf.store import build
+
+    from .conftest import write_bundle
+
+    files = {f"Sessions/Campaign {c}/Campaign {c} - Session {n:02d} - Part {c}{n}.md":
+             f"What happened in session {n}: the group fought.\n" for c, numbers in ((2, (3, 6, 7)), (4, (5, 6, 7)))
+             for n in numbers}
+    build([write_bundle(tmp_path / "vault", files)], tmp_path / "v.db", embed=False)
+    result = run("okf", "What happened in Group 4's third session?", "-d", str(tmp_path / "v.db"), "-m",
+                 "okf-test-scripted")
+    assert "(the question names session 3, and its series has session 5, 6, 7 only)" in result.output
+    listed = result.output.split("The members its series has, nearest the one asked:\n")[1].splitlines()
+    assert [line.split(" (")[0].strip() for line in listed] == [
+        "- Campaign 4 - Session 05 - Part 45", "- Campaign 4 - Session 06 - Part 46", "- Campaign 4 - Session 07 - Part 47"]
+    assert scripted.prompts == []
+
+
 def test_the_exchange_is_logged_by_llm(campaign_db, scripted, tmp_path):
     scripted.answer = "Yes [campaign/people/teodor-vask]."
     run("okf", QUESTION, "-d", str(campaign_db), "-m", "okf-test-scripted")

@@ -358,6 +358,8 @@ def test_a_refused_series_member_lists_the_series_own_notes_as_nearest(tmp_path)
     listed = re.findall(r'<li data-id="([^"]+)">', section)
     assert [i.rsplit("/", 1)[-1] for i in listed] == ["Campaign 4 - Session 05 - Part 45", "Campaign 4 - Session 06 - Part 46"]
     assert _visible(section).count("a member of the series the question names") == 2
+    assert "these are the members it has, nearest the one asked" in _visible(section)
+    assert "They may not be relevant" not in _visible(section)
 
 
 # --- immutable serving (datasette -i): every surface, and answers a cache may keep
