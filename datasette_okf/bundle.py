@@ -34,8 +34,8 @@ from .markdown import decode, heading, headings, is_binary, mask_code, readable,
 from .schema import MAX_FILE_BYTES, TIMELINE, is_derived_timeline
 from .titles import TitleIndex, words
 
-PARSER_VERSION = "23"  # bump when parsing changes, so unchanged files are re-read (23: the lines after a table in
-# its paragraph are not led by its header row: chunks._continues)
+PARSER_VERSION = "24"  # bump when parsing changes, so unchanged files are re-read (24: names that share their
+# numbers make no series: bundle._series)
 RESERVED = {"index.md", "log.md"}  # OKF §3.1
 LOG_TYPE = "Log"  # the type of a log.md note (OKF §9) that does not give one
 
@@ -556,8 +556,8 @@ def sequence_edges(concepts: list[Concept]) -> list[Edge]:
     the gap between two sessions it found (docs/design.md §5.9).
 
     In a folder, the series key is the ISO date in each name, else the first number that differs between the
-    names ("Campaign 3 - Session 08 - …": the session, not the campaign). At least SERIES_MIN notes, and half
-    the folder, must carry it."""
+    names and the numbers after it ("Campaign 3 - Session 08 - …": the session, not the campaign), one name to a
+    key. At least SERIES_MIN notes, and half the folder, must carry it."""
     by_folder: dict[str, list[Concept]] = {}
     for concept in concepts:
         if not concept.is_index:
@@ -580,8 +580,12 @@ def _series(members: list[Concept]) -> list[tuple[Any, Concept]]:
     numbers = {c.id: [int(n) for n in _NUMBER.findall(stems[c.id])] for c in members}
     for position in range(max(map(len, numbers.values()), default=0)):
         values = {found[position] for found in numbers.values() if len(found) > position}
-        if len(values) > 1:
-            return [(numbers[c.id][position], c) for c in members if len(numbers[c.id]) > position]
+        if len(values) > 1:  # the key: that number and those after it ("Session 05 - Part 2": (5, 2))
+            keyed = [(tuple(numbers[c.id][position:]), c) for c in members if len(numbers[c.id]) > position]
+            keys = [key for key, _ in keyed]
+            # names that share their numbers do not order them: 13th Age's articles "5e or 13th Age…", "A 5th
+            # Edition … Guide to 13th Age" and "13th Age and Eberron" are no series (a day may hold two notes)
+            return keyed if len(set(keys)) == len(keys) else []
     return []
 
 

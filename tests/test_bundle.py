@@ -272,7 +272,8 @@ def test_a_broken_utf16_file_is_a_warning_and_the_rest_is_read(tmp_path):
 
 
 def test_notes_numbered_or_dated_in_one_folder_form_a_series(tmp_path):
-    """`next` edges (kind sequence) along session logs, daily notes and years, ordered by the number that differs."""
+    """`next` edges (kind sequence) along session logs, daily notes and years, ordered by the number that differs
+    and those after it; not along names that share their numbers."""
     note = "---\ntype: Note\n---\ntext\n"
     root = write_bundle(tmp_path / "kb", {
         "sessions/Campaign 3 - Session 10 - Glyphs.md": note,  # 10 after 9: numbers, not text, order them
@@ -283,6 +284,12 @@ def test_notes_numbered_or_dated_in_one_folder_form_a_series(tmp_path):
         "years/-33.md": note, "years/212.md": note, "years/8.md": note, "years/-1.md": note,
         "pair/Part 1.md": note, "pair/Part 2.md": note,  # too few to be a series
         "people/Agent 47.md": note, "people/Mira.md": note, "people/Orrin.md": note, "people/Ilse.md": note,
+        # numbers the names share do not order them (13th Age's articles): no series
+        "articles/5e or 13th Age.md": note, "articles/A 5th Edition Guide to 13th Age.md": note,
+        "articles/13th Age and Eberron.md": note,
+        # a session in two parts: ordered by the numbers after the session's too, 5.1 then 5.2
+        "split/Session 04.md": note, "split/Session 05 - Part 2.md": note, "split/Session 05 - Part 1.md": note,
+        "daily2/2026-03-01 standup.md": note, "daily2/2026-03-01 journal.md": note, "daily2/2026-03-02.md": note,
     })
     edges = [(e.src.split("/", 2)[2], e.dst.split("/", 2)[2]) for e in parse_bundle(scan_bundle(root)).edges
              if e.kind == "sequence" and e.predicate == "next"]
@@ -291,6 +298,8 @@ def test_notes_numbered_or_dated_in_one_folder_form_a_series(tmp_path):
         ("Campaign 3 - Session 09 - Memory", "Campaign 3 - Session 10 - Glyphs"),
         ("2026-02-28", "2026-03-01"), ("2026-03-01", "2026-03-02"),
         ("-33", "-1"), ("-1", "8"), ("8", "212"),
+        ("Session 04", "Session 05 - Part 1"), ("Session 05 - Part 1", "Session 05 - Part 2"),
+        ("2026-03-01 journal", "2026-03-01 standup"), ("2026-03-01 standup", "2026-03-02"),  # a day holds two
     ])
 
 
