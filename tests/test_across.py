@@ -55,6 +55,19 @@ def test_one_budget_is_shared_and_unconfident_databases_add_nothing():
                          ("b", *answer([], confident=False, reason="none"))], budget=2000)
     assert not nothing["confident"] and nothing["nodes"] == []
     assert "a: far" in nothing["reason"] and "b: none" in nothing["reason"]
+    confident = fuse("q", [("a", *a), ("b", *answer(["b1"], confident=False, reason="far"))], budget=2000)
+    assert confident["nearest"] == []  # confident: nothing to list instead
+
+
+def test_a_refusal_across_databases_lists_each_databases_nearest_notes_naming_it():
+    """Each database's `nearest` (its seeds, or the members of the series its question names), its own first; an
+    answer without `nearest` (an older server) by its seeds."""
+    a, blocks = answer([], confident=False, reason="far")
+    a["nearest"] = [{"id": "s5", "title": "Session 5", "path": "s5.md", "why": "a member of the series"}]
+    b, _ = answer([], confident=False, reason="none")
+    b["seeds"] = [{"id": "b1", "title": "B1", "path": "b1.md", "ranks": {}}]
+    fused = fuse("q", [("a", a, blocks), ("b", b, [])], budget=2000)
+    assert [(n["db"], n["id"]) for n in fused["nearest"]] == [("a", "s5"), ("b", "b1")]
 
 
 def test_the_first_note_that_does_not_fit_whole_comes_cut_as_in_one_database():
