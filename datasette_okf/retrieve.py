@@ -12,6 +12,7 @@ MODE_RULES.
 from __future__ import annotations
 
 import json
+import posixpath
 import re
 import time
 from collections import defaultdict
@@ -627,6 +628,7 @@ PREPARE_SQL = {
     "titles": "select okf_title_names('')",
     "categories": "select okf_categories_named('')",
     "dates": "select okf_dated_notes('1')",
+    "series": "select okf_series_members('')",
     "model": "select length(okf_embed(''))",
     "codes": "select okf_hamming_candidates(okf_embed(''), 1)",
     "vectors": "select okf_nearest_chunks(okf_embed(''), 1)",
@@ -643,7 +645,7 @@ def prepare(db: Any, options: ContextOptions | None = None) -> dict[str, float]:
     options = options or ContextOptions()
     conn = connection(db)
     check_format(conn)
-    steps = ["titles", "categories", "dates"]
+    steps = ["titles", "categories", "dates", "series"]
     model = stored_model(conn)
     if _has_table(conn, "chunk_vectors") and is_default(model):
         steps.append("model")
@@ -742,6 +744,8 @@ def _missing_member(query: Query, fused: list[dict[str, Any]]) -> tuple[str, lis
     there: "Group 1's sessions 6 to 9" of sessions 6 to 8 is about the series (Thellade-check6's thh29, whose answer
     is a calendar note's line for each session), the rest for the LLM to say."""
     pairs = numbered(query.question)
+    if len({word for word, _ in pairs}) == 1:  # no other number to pick the series: the bundle's only one may
+        return _missing_from_sole_series(query, pairs)
     if len(pairs) < 2:
         return None
     params = {"found": json.dumps([row["id"] for row in fused]), "question": query.question, "reach": SERIES_REACH}
@@ -756,6 +760,30 @@ def _missing_member(query: Query, fused: list[dict[str, Any]]) -> tuple[str, lis
                       f"{word} {', '.join(map(str, sorted(set(members.values()))))} only")
             return reason, sorted(members, key=lambda i: (min(abs(members[i] - n) for n in asked), members[i], i))
     return None
+
+
+# The members of every series whose file names number `:word` ("session"), read from the build's `sequence` edges
+SOLE_SERIES_SQL = """select json_extract(value, '$.id') as id, json_extract(value, '$.path') as path,
+  json_extract(value, '$.number') as number
+from json_each(okf_series_members(:word))"""
+
+
+def _missing_from_sole_series(query: Query, pairs: list[list[Any]]) -> tuple[str, list[str]] | None:
+    """Why a question that numbers one word only is about a member no note is: when the bundle has one series
+    numbered by that word, the number picks its member as another number would pick the series ("What happened in
+    session 9?" of the example's sessions 1 to 5). With several series ("session 12" on Thellade's six campaigns)
+    the number alone says nothing of whose, and nothing is refused."""
+    word, asked = pairs[0][0], [number for _, number in pairs]
+    rows = query.run("sole_series", SOLE_SERIES_SQL, {"word": word})
+    if len({posixpath.dirname(row["path"]) for row in rows}) != 1:
+        return None
+    members = {row["id"]: row["number"] for row in rows}
+    if set(members.values()) & set(asked):
+        return None
+    named = f"{', '.join(map(str, asked[:-1]))} and {asked[-1]}" if len(asked) > 1 else str(asked[0])
+    reason = (f"the question names {word} {named}, and its series has "
+              f"{word} {', '.join(map(str, sorted(set(members.values()))))} only")
+    return reason, sorted(members, key=lambda i: (min(abs(members[i] - n) for n in asked), members[i], i))
 
 
 def _file_name(path: str) -> str:

@@ -106,7 +106,7 @@ def test_prepare_makes_what_a_first_question_reads(campaign_db, tmp_path, monkey
     """A server prepares each database as it starts (the `startup` hook): its first question then makes no index and
     reads no vectors of the build, which at 10k notes cost that question 0.4-0.8 s and the next new one 0.2-0.3 s."""
     db = _copy(campaign_db, tmp_path / "copy.db")
-    assert list(prepare(db)) == ["titles", "categories", "dates", "model", "vectors"]
+    assert list(prepare(db)) == ["titles", "categories", "dates", "series", "model", "vectors"]
     for cache in (sqlfunctions.TITLE_INDEXES, sqlfunctions.CATEGORY_INDEXES, sqlfunctions.DATED_INDEXES,
                   nearest._VECTORS, hamming._CODES):
         monkeypatch.setattr(cache, "make", _not_again)
@@ -141,7 +141,7 @@ def test_prepare_never_calls_a_model_that_is_not_the_embedded_one(tmp_path, test
         raise AssertionError("prepare called the model")
 
     monkeypatch.setattr(sqlfunctions, "embed_query", no_model)
-    assert list(prepare(str(db))) == ["titles", "categories", "dates"]
+    assert list(prepare(str(db))) == ["titles", "categories", "dates", "series"]
 
 
 def test_prepare_leaves_the_vectors_to_a_build_that_is_still_embedding_them(tmp_path):
@@ -154,13 +154,13 @@ def test_prepare_leaves_the_vectors_to_a_build_that_is_still_embedding_them(tmp_
     bundle = write_bundle(tmp_path / "b", {f"Captain {n}.md": f"# Captain {n}\nSails the {n} seas.\n" for n in "ABCD"})
     db = tmp_path / "b.db"
     build([bundle], db, vectors_behind=True)
-    assert list(prepare(str(db))) == ["titles", "categories", "dates", "model"]
+    assert list(prepare(str(db))) == ["titles", "categories", "dates", "series", "model"]
     model = get_model(DEFAULT_MODEL)
     assert embed_pending(db, model, DEFAULT_MODEL, batch=2) > 0
-    assert list(prepare(str(db))) == ["titles", "categories", "dates", "model"]
+    assert list(prepare(str(db))) == ["titles", "categories", "dates", "series", "model"]
     while embed_pending(db, model, DEFAULT_MODEL, batch=2):
         pass
-    assert list(prepare(str(db))) == ["titles", "categories", "dates", "model", "vectors"]
+    assert list(prepare(str(db))) == ["titles", "categories", "dates", "series", "model", "vectors"]
 
 
 def test_a_make_that_fails_leaves_nothing_behind_and_the_next_ask_makes_it():

@@ -836,6 +836,29 @@ def test_a_question_about_a_session_its_series_does_not_have_is_refused(tmp_path
                                           "the start of their sixth in Kanda?")["confident"]
 
 
+def test_a_number_the_bundle_s_only_series_lacks_is_refused_without_another_number(tmp_path):
+    """"What happened in session 9?" of the example's sessions 1 to 5 was answered with sessions 5 and 3: with one
+    number only, nothing said whose series it is. A bundle with one series numbered by the word has no doubt; with
+    two series ("session 12" of Thellade's campaigns) the number alone picks none, and nothing is refused."""
+    from datasette_okf.retrieve import SOLE_SERIES_SQL, nearest_notes
+    from datasette_okf.store import build
+
+    sessions = {f"sessions/session-{n:02d}.md": f"# Session {n}\nWhat happened: the crew sailed on in session {n}.\n"
+                for n in range(1, 6)}
+    build([write_bundle(tmp_path / "one", sessions)], tmp_path / "one.db", embed=False)
+    refused = context_for(tmp_path / "one.db", "What happened in session 9?")
+    assert not refused["confident"]
+    assert refused["reason"] == "the question names session 9, and its series has session 1, 2, 3, 4, 5 only"
+    assert refused["sql"]["sole_series"] == SOLE_SERIES_SQL
+    assert [n["title"] for n in nearest_notes(refused)] == ["session-05", "session-04", "session-03"]  # nearest 9
+    assert context_for(tmp_path / "one.db", "What happened in session 4?")["confident"]
+    assert context_for(tmp_path / "one.db", "What happened in sessions 4 to 7?")["confident"]  # it has 4 and 5
+
+    two = {**{f"a/{path}": text for path, text in sessions.items()}, **{f"b/{path}": text for path, text in sessions.items()}}
+    build([write_bundle(tmp_path / "two", two)], tmp_path / "two.db", embed=False)
+    assert context_for(tmp_path / "two.db", "What happened in session 9?")["confident"]  # whose series: unsaid
+
+
 def test_a_session_missing_from_the_notes_holding_the_group_the_question_names_is_refused(tmp_path):
     """"What happened in Group 4's third session?" on the Thellade vault: Group 4 has two session notes, "Campaign 4 -
     Session 05 - …" and "Campaign 4 -Session 06 - …" (too few for a series), each with `group: Group 4`, and the

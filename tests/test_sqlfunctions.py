@@ -63,6 +63,7 @@ QUESTION_ARGUMENTS = {
     "okf_names": "select okf_names(?)",
     "okf_name_match": "select okf_name_match(?)",
     "okf_categories_named": "select okf_categories_named(?)",
+    "okf_series_members": "select okf_series_members(?)",
     "okf_coverage question": "select okf_coverage(?, 'the harbour council')",
     "okf_embed": "select okf_embed(?)",
     "okf_number_after word": "select coalesce(okf_number_after('Session 9', ?), -1)",
@@ -195,3 +196,10 @@ def test_the_query_vector_cache_keeps_a_bounded_number_of_vectors(test_models, m
     embed.embed_query("okf-test-hash-8", "question 19")  # recent: still cached
     embed.embed_query("okf-test-hash-8", "question 0")  # evicted: embedded again
     assert model.calls == calls + 1
+
+
+def test_the_series_members_are_the_notes_a_build_chained_with_the_number_after_the_word(conn):
+    """The example's sessions 1 to 5, each with its session number; a word no series numbers, none."""
+    members = json.loads(conn.execute("select okf_series_members('session')").fetchone()[0])
+    assert sorted((m["path"], m["number"]) for m in members) == [(f"sessions/session-{n:02d}.md", n) for n in range(1, 6)]
+    assert json.loads(conn.execute("select okf_series_members('chapter')").fetchone()[0]) == []
