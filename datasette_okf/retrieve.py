@@ -755,10 +755,7 @@ def _missing_member(query: Query, fused: list[dict[str, Any]]) -> tuple[str, lis
         others = {n for w, n in pairs if w != word}
         members = {i: number_after(name, word) for i, name in named_by.items() if carries(name, word, others)}
         if members and not set(members.values()) & set(asked):  # "sessions 6 to 9" of 6-8: about the series
-            named = f"{', '.join(map(str, asked[:-1]))} and {asked[-1]}" if len(asked) > 1 else str(asked[0])
-            reason = (f"the question names {word} {named}, and its series has "
-                      f"{word} {', '.join(map(str, sorted(set(members.values()))))} only")
-            return reason, sorted(members, key=lambda i: (min(abs(members[i] - n) for n in asked), members[i], i))
+            return _lacking(word, asked, members)
     return None
 
 
@@ -778,8 +775,11 @@ def _missing_from_sole_series(query: Query, pairs: list[list[Any]]) -> tuple[str
     if len({posixpath.dirname(row["path"]) for row in rows}) != 1:
         return None
     members = {row["id"]: row["number"] for row in rows}
-    if set(members.values()) & set(asked):
-        return None
+    return None if set(members.values()) & set(asked) else _lacking(word, asked, members)
+
+
+def _lacking(word: str, asked: list[int], members: dict[str, int]) -> tuple[str, list[str]]:
+    """The refusal of numbers `asked` a series' `members` (id: number) lack, and its members nearest them first."""
     named = f"{', '.join(map(str, asked[:-1]))} and {asked[-1]}" if len(asked) > 1 else str(asked[0])
     reason = (f"the question names {word} {named}, and its series has "
               f"{word} {', '.join(map(str, sorted(set(members.values()))))} only")
