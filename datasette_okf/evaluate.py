@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from .options import MODES, BadOption
-from .render import estimate_tokens
-from .retrieve import connection, context_for
+from .render import estimate_tokens, found_by
+from .retrieve import connection, context_for, nearest_notes
 from .schema import read_meta
 from .sqlfunctions import SAYS_SOMETHING
 
@@ -176,6 +176,8 @@ def evaluate(db: Any, golden: list[dict[str, Any]], modes: list[str], **options:
                 "question": q["question"],
                 "got": [{"id": n["id"], "via": n["via"]} for n in nodes],
                 "reason": result["reason"],
+                "nearest": [{"id": n["id"], "why": n.get("why") or found_by(n.get("ranks") or {})}
+                            for n in ([] if result["confident"] else nearest_notes(result))],
             })
         report["modes"][spec] = {tier: _summary(tier, rows) for tier, rows in per_tier.items()}
         report["modes"][spec]["all"] = _summary("all", [r for rows in per_tier.values() for r in rows])
@@ -230,6 +232,7 @@ def misses(report: dict[str, Any]) -> str:
             lines.append(f"\n{r['id']} ({r['tier']}): {r['question']}")
             if r["rejected"]:
                 lines.append(f"  rejected: {r['reason']}")
+                lines.extend(f"  nearest: {n['id']} — {n['why']}" for n in r.get("nearest", []))
             elif r["tier"] == "out":
                 lines.append(f"  answered, though the bundle does not hold the answer ({r['reason']})")
             for path in r["missed"]:

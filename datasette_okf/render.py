@@ -23,6 +23,13 @@ def warnings(node: dict[str, Any], titles: dict[str, str]) -> list[str]:
     return notes
 
 
+def found_by(ranks: dict[str, int | None]) -> str:
+    """Which lists found a note, and where: "found by keyword #2, vector #1" (a refusal's nearest notes)."""
+    names = {"title": "title", "fts": "keyword", "vector": "vector", "dated": "date"}
+    found = [f"{names.get(name, name)} #{rank}" for name, rank in ranks.items() if rank]
+    return "found by " + ", ".join(found) if found else "found by no list"
+
+
 def fact_line(fact: dict[str, Any]) -> str:
     """`- Nessa Thorne member_of Black Gulls, as of 2026-03-01 (trust: human-reviewed, source: s4)`"""
     line = f"- {fact['subject']} {fact['predicate']} {fact['object']}"

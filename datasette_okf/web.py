@@ -30,6 +30,7 @@ from .access import configured_options, okf_databases, plugin_config, visible_da
 from .across import ask_databases
 from .embed import EmbeddingError, canonical_id
 from .options import MODES, BadOption, ContextOptions
+from .render import found_by
 from .retrieve import ASKED_ROLES, context_for, found_in, nearest_notes, prepare
 from .schema import IS_LOG, OutdatedDatabase, stored_model, vectors_progress
 from .titles import MAX_QUESTION, coverage  # MAX_QUESTION: the SQL functions' limit too, one for every way in
@@ -348,12 +349,6 @@ def _found_parts(why: dict[str, Any], via: str, titles: dict[str, str]) -> list[
             parts += [(" (second round, through ", None), note(why["bridged_from"]), (")", None)]
         return parts
     return [(via.split("; category: ")[0], None)]  # a kind this page does not know yet
-
-
-def found_by(ranks: dict[str, int | None]) -> str:
-    names = {"title": "title", "fts": "keyword", "vector": "vector", "dated": "date"}
-    found = [f"{names.get(name, name)} #{rank}" for name, rank in ranks.items() if rank]
-    return "found by " + ", ".join(found) if found else "found by no list"
 
 
 def node_view(datasette, db: str, node: dict[str, Any], titles: dict[str, str]) -> dict[str, Any]:

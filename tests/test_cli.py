@@ -327,6 +327,23 @@ def test_evaluate_by_question_lists_each_miss_and_the_calibration(tmp_path, camp
     assert "Gate: vector threshold" in result.output and "off-topic questions" in result.output
 
 
+def test_evaluate_by_question_lists_the_notes_a_rejected_question_came_nearest(tmp_path, campaign_db):
+    """An answerable question the gate refused: the refusal's nearest notes and what found them, so a reader sees
+    whether the note it needed came close (the example's sessions 1 to 5: "session 9" is refused)."""
+    golden = tmp_path / "golden.json"
+    golden.write_text(json.dumps([{"id": "s9", "tier": "temporal", "question": "What happened in session 9?",
+                                   "required": ["sessions/session-05.md"]}]))
+    result = CliRunner().invoke(cli, ["okf", "evaluate", str(campaign_db), str(golden), "--modes", "hybrid",
+                                      "--by-question"])
+    assert result.exit_code == 0, result.output
+    assert ("  rejected: the question names session 9, and its series has session 1, 2, 3, 4, 5 only\n"
+            "  nearest: campaign/sessions/session-05 — a member of the series the question names\n") in result.output
+    report = json.loads(CliRunner().invoke(cli, ["okf", "evaluate", str(campaign_db), str(golden), "--modes",
+                                                 "hybrid", "--format", "json"]).output)
+    assert [n["id"] for n in report["modes"]["hybrid"]["per_question"]["s9"]["nearest"]] == [
+        "campaign/sessions/session-05", "campaign/sessions/session-04", "campaign/sessions/session-03"]
+
+
 def test_evaluate_says_whether_the_answers_words_reached_the_context(tmp_path, campaign_db):
     """Note recall counts a note whose answering section the context does not show (Thellade-check at stop 36: 30
     of its 32 missing answer quotes were in a note shown). A golden question's `answers`, the notes' own words that
