@@ -1,6 +1,7 @@
 """Real bundles nobody here wrote (../shared/corpora): counts must match their SOURCE.md."""
 
 import json
+from dataclasses import replace
 
 import pytest
 import sqlite_utils
@@ -156,7 +157,8 @@ def test_the_budgets_last_quarter_shows_more_of_a_long_notes_sections(vault_dbs,
     assert result["nodes"][0]["title"] == "Xar'Kairos" and all(line in result["context"] for line in answer)
     assert len(result["nodes"]) <= 11
     monkeypatch.setattr(retrieve, "NOTES_SHARE", 1.0)  # before: every token to notes, one section each
-    before = context_for(db, question, budget=2000)
+    monkeypatch.setitem(retrieve.MODE_RULES, "hybrid", replace(retrieve.MODE_RULES["hybrid"], faint_share=0))
+    before = context_for(db, question, budget=2000)  # and (since stop 56) faint notes taking the room
     assert before["nodes"][0]["title"] == "Xar'Kairos" and not any(line in before["context"] for line in answer)
 
 

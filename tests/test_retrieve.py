@@ -2070,6 +2070,46 @@ def _offered(name: str, score: float, kind: str = "hop", similarity: float | Non
     return Node({"id": name, "title": name, "trust": "unverified", "bundle": "b", "path": f"{name}.md"}, score, why)
 
 
+def test_a_note_the_graph_added_at_under_a_tenth_of_the_best_score_is_left_out():
+    """Walked notes, the lists' tail and linked guesses at under FAINT_SHARE of the best note's score (the best
+    seed's fourth walked neighbour) were packed into 338 of the development contexts and none was needed. A seed, a
+    category's member or a series' member is kept however low it stands."""
+    from datasette_okf.retrieve import FAINT_SHARE, without_faint
+
+    nodes = [_offered("best seed", 1.0, "seed"), _offered("weak seed", 0.05, "seed"), _offered("first link", 0.5),
+             _offered("third link", 0.125), _offered("fourth link", 0.0625), _offered("next", 0.099),
+             _offered("guess", 0.09), _offered("member", 0.01), _offered("session", 0.01)]
+    nodes[5].why, nodes[6].why = {"kind": "next"}, {"kind": "linked"}
+    nodes[7].why, nodes[8].why = {"kind": "category", "named": []}, {"kind": "series", "role": "between"}
+    assert [n.id for n in without_faint(nodes, FAINT_SHARE)] == [
+        "best seed", "weak seed", "first link", "third link", "member", "session"]
+    assert without_faint(nodes, 0.0) == nodes
+
+
+def test_hybrid_leaves_out_the_faint_notes_graph_walk_keeps_them(campaign_db, monkeypatch):
+    """On the example's golden questions: some hybrid context would hold a note under a tenth of the best; none
+    does, and every other note it would hold is still there. Graph-walk, whose notes past its seeds are all walked,
+    keeps them (leaving them out lost 9 needed notes over the development sets)."""
+    from datasette_okf import retrieve
+
+    def contexts(mode="hybrid"):
+        return {q["id"]: context_for(campaign_db, q["question"], mode=mode)["nodes"] for q in load_golden(GOLDEN)}
+
+    def faint(nodes):
+        best = max((n["score"] for n in nodes), default=0)
+        return [n["id"] for n in nodes if n["why"]["kind"] in retrieve.FAINT_KINDS
+                and n["score"] < retrieve.FAINT_SHARE * best]
+
+    kept = contexts()
+    assert any(faint(nodes) for nodes in contexts("graph-walk").values())
+    monkeypatch.setitem(retrieve.MODE_RULES, "hybrid", replace(retrieve.MODE_RULES["hybrid"], faint_share=0))
+    unfloored = contexts()
+    assert any(faint(nodes) for nodes in unfloored.values())
+    assert not any(faint(nodes) for nodes in kept.values())
+    for qid, nodes in unfloored.items():
+        assert {n["id"] for n in nodes} - set(faint(nodes)) <= {n["id"] for n in kept[qid]}
+
+
 def test_a_context_that_sets_a_walked_note_aside_holds_one_note_fewer_than_the_most():
     """The set-aside note is never the 11th: a context that takes one holds at most MAX_NOTES - 1 notes, so the mean
     stays near ten. Eight seeds fill most of the notes' share, a walked note too long for the rest of it follows,
