@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from datasette_okf.dates import (
     DATED_MOST,
     Calendar,
@@ -163,3 +165,34 @@ def test_a_question_that_asks_when_gets_the_dates_of_every_note_offered(campaign
     other = context_for(campaign_db, "What did the party give the brine hag for mending the lens?")
     assert "campaign/sessions/session-05" in [n["id"] for n in other["nodes"]]
     assert "in_world_date" not in other["context"]
+
+
+@pytest.mark.parametrize("question", [
+    "Which happened earlier in the world's calendar, the bargain with the brine hag or the fire at the Salted Eel?",
+    "How many days passed between the bargain with the brine hag and the fire at the Salted Eel?",
+])
+def test_a_question_that_compares_times_gets_the_dates_of_every_note_offered(campaign_db, question):
+    """Thellade-check7's thi31, written blind: "Which starts earlier that day, …?" had both sessions in its context
+    and neither's `in_game_start`: it says no "when" (its intent is HISTORICAL, for "earlier", or GENERAL). A
+    question that compares or measures times gets the dates as a WHEN question does, and keeps its intent."""
+    from datasette_okf.retrieve import asks_dates, classify_intent
+
+    assert classify_intent(question) != "WHEN" and asks_dates(question, classify_intent(question))
+    result = context_for(campaign_db, question)
+    assert "campaign/sessions/session-05" in [n["id"] for n in result["nodes"]]
+    assert "- Session 5 - Kestrel Point in_world_date 1347-03-18 (trust: machine-confirmed)" in result["context"]
+    assert "- Session 3 - Smoke over the Stacks in_world_date 1347-03-13 (trust: machine-confirmed)" in result["context"]
+
+
+@pytest.mark.parametrize("question, asks", [
+    ("Which is older, the Kingdom of Kanda or the Dawnbringers of Lunara?", True),
+    ("Group 6's session 8 and Group 1's session 8: which begins first in the game calendar?", True),
+    ("How much in-game time passed before their eighth session began?", True),
+    ("Which faction was founded first?", True),
+    ("What did the party give the brine hag for mending the lens?", False),
+    ("Who leads the Lumina Guardians, and where is their fortress?", False),
+])
+def test_which_questions_compare_times(question, asks):
+    from datasette_okf.retrieve import asks_dates, classify_intent
+
+    assert asks_dates(question, classify_intent(question)) is asks
