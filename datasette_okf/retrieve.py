@@ -2154,6 +2154,15 @@ NOTES_SHARE = 0.75
 # A template named in passing is: it has no further sections, and its facts are what the vault says of it
 # (Thellade-check9's thk25: Lysara Dawnstar's six links, 168 tokens, missed the notes' share by 30; stop 53).
 SET_ASIDE_NEVER = ("seed", "next")
+# The notes whose further sections the last quarter shows, in turns: the seeds, and the walked notes, often the note
+# the question is about ("The Sable Accord lists as a rival an academic body in Kanda… Who led that body…?": the
+# walked Rift Scholars Collective's leader is not in its nearest section). Until stop 56 the seeds alone: of the 192
+# development answers hybrid left unshown in a note it held, 38 were in a walked note's. Walked notes too: answer
+# quotes shown +2.2 in hybrid and +4.2 in graph-walk (the sum of each question's share; in hybrid 9 questions gained,
+# most of them linked-note ones, and 9 lost some to the walked notes' sections), no required note and no other mode
+# moved; every note picked (series members, the lists' next notes, linked guesses) too: vector:10 -0.4 and keyword:10
+# -1.0 (docs/design.md §7.1).
+FURTHER_KINDS = ("seed", "hop")
 
 
 def _agreed(node: Node) -> bool:
@@ -2176,8 +2185,8 @@ def fill_budget(question: str, nodes: list[Node], chunks: dict[str, list[dict[st
     with the start of its chunk, if `CUT_ROOM` tokens are left for it (its title and first sentence say what it is);
     then, to the whole budget, the chunks holding the question's words nothing shown holds (5b); the first note the
     graph added that did not fit, set aside (SET_ASIDE_NEVER), at its place, whole if it fits; and more of the
-    seeds' chunks: each seed's next nearest, in turn (one seed's every section before the next seed's second held 7
-    fewer answer quotes of the 343). Everything rendered counts.
+    seeds' and walked notes' chunks (FURTHER_KINDS): each one's next nearest, in turn (one seed's every section before
+    the next seed's second held 7 fewer answer quotes of the 343). Everything rendered counts.
     At equal walk score a non-stale node goes first, then the more trusted one. Each node's block comes in pieces:
     as chosen, then each chunk added after."""
     for_notes = int(budget * NOTES_SHARE)
@@ -2250,10 +2259,10 @@ def fill_budget(question: str, nodes: list[Node], chunks: dict[str, list[dict[st
             used += estimate_tokens(header + "\n" + start) + facts_cost
             take(replace(node, cut=not whole), header, start, own_facts, [],
                  at=sum(place[p.id] < place[node.id] for p in picked))
-    seeds = [node for node in picked if node.is_seed]  # each seed's next nearest chunk, in turn
-    add_in_turns([parts[node.id] for node in seeds],
+    further = [node for node in picked if node.why["kind"] in FURTHER_KINDS]  # each one's next nearest, in turn
+    add_in_turns([parts[node.id] for node in further],
                  [[chunk_block(piece) if piece else None for piece in queue]
-                  for queue in _first_sayings([rest[node.id] for node in seeds], said)],
+                  for queue in _first_sayings([rest[node.id] for node in further], said)],
                  used, budget)
     return picked, [parts[n.id] for n in picked], kept_facts
 

@@ -2128,6 +2128,24 @@ def test_a_context_that_sets_a_walked_note_aside_holds_one_note_fewer_than_the_m
     assert len(fill_budget("Which note?", nodes, chunks, [], 3000)[0]) == MAX_NOTES  # room for all: nothing aside
 
 
+def test_the_last_quarter_shows_the_walked_notes_further_sections_in_turn_with_the_seeds():
+    """Thellade-check5's thg12 ("The Sable Accord lists as a rival an academic body in Kanda… Who led that body…?"):
+    the walked Rift Scholars Collective is the note the question is about, and its leader was in its second section,
+    which only the seeds' further sections were given. Walked notes now take theirs in turn with the seeds; a series'
+    member or the lists' next note does not (every note picked lost answer quotes in vector:10 and keyword:10)."""
+    from datasette_okf.retrieve import fill_budget
+
+    seed, walked, member = _offered("Sable Accord", 0.9, "seed"), _offered("Rift Scholars", 0.45), _offered("S7", 0.4)
+    member.why = {"kind": "series", "role": "gap", "after": "S6", "before": "S8"}
+    chunks = {node.id: [{"text": f"{node.id}, part {n}: " + "more words. " * 8, "heading": f"Part {n}"}
+                        for n in (1, 2, 3)] for node in (seed, walked, member)}
+    picked, blocks, _ = fill_budget("Who led the rival body?", [seed, walked, member], chunks, [], 3000)
+    context = "\n".join("\n".join(block) for block in blocks)
+    assert [n.id for n in picked] == ["Sable Accord", "Rift Scholars", "S7"]
+    assert "Rift Scholars, part 2" in context and "Rift Scholars, part 3" in context
+    assert "Sable Accord, part 2" in context and "S7, part 1" in context and "S7, part 2" not in context
+
+
 def test_a_template_named_in_passing_that_does_not_fit_comes_from_the_last_quarter():
     """Thellade-check9's thk25 ("Lysara Dawnstar, the archivist who runs the tower…, belongs to an order… What oath
     do its members take?"): her note is an unfilled template, placed below the notes found; her block (its frontmatter
