@@ -338,13 +338,18 @@ order by through, place, src, date, id"""
 # she…", "when's"), or alone ("Who started the Hollow Saints, when, and why?"). "What happened when Group 3 rioted
 # in Boba?" and "When my wizard takes damage, what save…" ask what, and a WHEN intent gave every offered note's
 # dates as facts (FACTS_SQL): 44 of the 85 fact lines in the contexts of the 55 development questions that say
-# "when" so (docs/design.md §4.1).
+# "when" so (docs/design.md §4.1). Nor does "when" before a verb in a clause another question word opened: "What
+# happens when a monster is staggered?" and "What do I roll when my turn is over?" ask what (stop 56: 3 development
+# questions, no context changed; the page said "Intent WHEN", and a vault's dates would have come as facts).
 _AUXILIARY = r"(did|does|do|was|were|is|are|will|would|could|can|has|have|had|should|must|might|may)"
+_WHEN_BEFORE_A_VERB = rf"\bwhen(\s+[\w'’-]+){{0,4}}?\s+{_AUXILIARY}\b"
+_WHEN_ASKED = (r"\bwhen['’]s\b|\bwhen\b(?=\s*([?,.;:]|$))"
+               r"|\b(what (year|date|day|month|time)|how long|since|until|timeline|chronolog\w*|date[sd]?)\b")
+_WHEN_IN_ANOTHER_QUESTION = re.compile(r"^\s*(what|who|whom|whose|which|how|where|why)\b[^,;:.?!—–]*?\bwhen\b")
 _INTENTS = [
     ("HISTORICAL", r"\b(previous(ly)?|former(ly)?|used to|original(ly)?|first (version|charter)|chang(e|ed|es)|versions|over time|evolv\w*|earlier|prior|superseded|old(er)? (version|charter|rule)|history of|before the (new|current))\b"),
     ("WHY", r"\b(why|reason|reasons|cause[sd]?|motive|motivation|because)\b"),
-    ("WHEN", (rf"\bwhen(\s+[\w'’-]+){{0,4}}?\s+{_AUXILIARY}\b|\bwhen['’]s\b|\bwhen\b(?=\s*([?,.;:]|$))"
-              r"|\b(what (year|date|day|month|time)|how long|since|until|timeline|chronolog\w*|date[sd]?)\b")),
+    ("WHEN", f"{_WHEN_BEFORE_A_VERB}|{_WHEN_ASKED}"),
     ("ENTITY", r"^\s*(who|what|which|where)\b"),
 ]
 
@@ -372,9 +377,14 @@ def classify_intent(question: str) -> str:
     """WHY / WHEN / HISTORICAL / ENTITY / GENERAL by keywords (docs/design.md §4)."""
     q = question.casefold()
     for intent, pattern in _INTENTS:
-        if re.search(pattern, q):
+        if re.search(pattern, q) and not (intent == "WHEN" and _when_in_passing(q)):
             return intent
     return "GENERAL"
+
+
+def _when_in_passing(question: str) -> bool:
+    """A "when" that asks what happens then, not when: inside a clause another question word opened."""
+    return bool(_WHEN_IN_ANOTHER_QUESTION.search(question)) and not re.search(_WHEN_ASKED, question)
 
 
 def connection(db: Any) -> Any:

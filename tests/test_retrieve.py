@@ -417,6 +417,7 @@ def test_intents():
     "When was the third charter ratified?", "When in the battle does she have to use the invocation?",
     "When during my turn do I take the poison?", "Who started the Hollow Saints, when, and what drove them?",
     "Which came first, and when?", "When's the Festival of the Lantern Tide?", "How long did the siege last?", "In what year was Boba founded?",
+    "How does the pacing work up to gaining a level — when do we fully heal?", "Do you know when Kanda was founded?",
 ])
 def test_when_asks_when_as_a_question_word(question):
     assert classify_intent(question) == "WHEN"
@@ -427,6 +428,8 @@ def test_when_asks_when_as_a_question_word(question):
     ("When my wizard takes damage, what save does she make?", "GENERAL"),
     ("What else happens when it's hit by them?", "ENTITY"),
     ("The party paid 8 silver marks when they arrived. What would the ship pay now?", "GENERAL"),
+    ("What happens when a monster is staggered?", "ENTITY"),  # a question word opened the clause: stop 56
+    ("How much damage does my ranger deal when the escalation die is at 3?", "GENERAL"),
 ])
 def test_when_that_says_on_what_occasion_asks_no_date(question, intent):
     """Such a question got every offered note's dates as facts: a riot's question, the founding dates of Boba's
