@@ -32,8 +32,10 @@ vectors), then runs `datasette_okf.evaluate` on it. The sets:
 - thellade-check8, 13th-age-check8: 40 more each, the same tiers, written the same way at stop 44 and run once on
   that stop's code of the moment (73c1065) before any question was read
 - 13th-age-check10: 40 more (8 lookup, 16 linked note, 10 temporal, 6 out), written the same way at stop 56 by a
-  session that saw only the vault, and run once on that stop's code (and stop 55's) before any question was read;
-  its Thellade twin was not written
+  session that saw only the vault, and run once on that stop's code (and stop 55's) before any question was read
+- thellade-check10, thellade-check11: 40 each (8 lookup, 16 linked note, 10 temporal, 6 out), written the same way
+  by two sessions at stop 56, delivered after it closed, and run once at stop 57 on stop 56's final code (and stop
+  55's) before any question was read
 - thellade-sets, 13th-age-sets: 20 each (16 synthesis questions asking for a set of 2-8 notes, all of them required,
   defined in the vault by tags, by folder or by a link or property, about a third each; 4 out-of-bundle sets in the
   vault's words), written the same way at stop 49 and run on stop 48's code before any question was read
@@ -57,7 +59,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 MODES = "hybrid,vector:5,vector:10,vector:15,keyword:10,graph-walk"
 VAULTS = {"thellade": "thellade-campaign-vault", "13th-age": "13th-age-srd-vault"}  # set name -> ../shared/corpora
-CHECK_ROUNDS = ("", "2", "3", "4", "5", "6", "7", "8", "9", "10")  # benchmarks/golden/check/<vault>-check<round>.json
+CHECK_ROUNDS = ("", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11")  # benchmarks/golden/check/<vault>-check<round>.json
 SET_ROUNDS = ("", "2")  # benchmarks/golden/check/<vault>-sets<round>.json: questions asking for a set of notes
 
 
