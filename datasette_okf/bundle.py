@@ -34,8 +34,8 @@ from .markdown import decode, heading, headings, is_binary, mask_code, readable,
 from .schema import MAX_FILE_BYTES, TIMELINE, is_derived_timeline
 from .titles import TitleIndex, words
 
-PARSER_VERSION = "24"  # bump when parsing changes, so unchanged files are re-read (24: names that share their
-# numbers make no series: bundle._series)
+PARSER_VERSION = "25"  # bump when parsing changes, so unchanged files are re-read (25: a folder of two notes
+# numbered one after the other is a series: bundle._is_series)
 RESERVED = {"index.md", "log.md"}  # OKF §3.1
 LOG_TYPE = "Log"  # the type of a log.md note (OKF §9) that does not give one
 
@@ -557,7 +557,8 @@ def sequence_edges(concepts: list[Concept]) -> list[Edge]:
 
     In a folder, the series key is the ISO date in each name, else the first number that differs between the
     names and the numbers after it ("Campaign 3 - Session 08 - …": the session, not the campaign), one name to a
-    key. At least SERIES_MIN notes, and half the folder, must carry it."""
+    key. At least SERIES_MIN notes, and half the folder, must carry it; or the folder holds just two notes,
+    numbered one after the other (`_is_series`)."""
     by_folder: dict[str, list[Concept]] = {}
     for concept in concepts:
         if not concept.is_index:
@@ -565,10 +566,21 @@ def sequence_edges(concepts: list[Concept]) -> list[Edge]:
     edges = []
     for members in by_folder.values():
         keyed = _series(members)
-        if len(keyed) >= max(SERIES_MIN, len(members) / 2):
+        if _is_series(keyed, len(members)):
             ordered = [concept for _, concept in sorted(keyed, key=lambda pair: (pair[0], pair[1].path))]
             edges += [Edge(a.id, b.id, "next", "sequence") for a, b in itertools.pairwise(ordered)]
     return edges
+
+
+def _is_series(keyed: list[tuple[Any, Concept]], folder_size: int) -> bool:
+    """Enough of a folder carries its series key: SERIES_MIN notes and half the folder; or the folder holds two
+    notes only, numbered one after the other: a campaign two sessions in ("Campaign 4 - Session 05 - …", "Campaign 4
+    -Session 06 - …" in Thellade) is a series already, and a question about "their next session" or "session 6"
+    found Group 3's session 6 instead. Two notes numbered 1 and 3, or two dated ones, say less."""
+    if len(keyed) == folder_size == 2:
+        (first, _), (second, _) = keyed
+        return isinstance(first, tuple) and isinstance(second, tuple) and abs(first[0] - second[0]) == 1
+    return len(keyed) >= max(SERIES_MIN, folder_size / 2)
 
 
 def _series(members: list[Concept]) -> list[tuple[Any, Concept]]:

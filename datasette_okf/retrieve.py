@@ -1540,7 +1540,7 @@ def _around_asked(query: Query, nodes: list[Node], added: dict[str, Node], ends:
 # A member the question names with whose it is ("Group 1's session 8": titles.qualified), wherever it is in the
 # bundle: its file name carries both numbers ("Campaign 1 - Session 08 - …"). The series statement looks for a named
 # member only near the notes found; "Group 6's session 8 and Group 1's session 8" found Campaign 6's and no note of
-# Campaign 1, and Campaign 4's two session notes are too few to make a series (bundle.SERIES_MIN).
+# Campaign 1.
 NUMBERED_SQL = """with words as (select distinct json_extract(value, '$[0]') as word from json_each(:names)),
 candidates as materialized (  -- a note's id holds its file name: the primary key's index is read, not the notes
   select concepts.id, words.word from words cross join concepts where concepts.id like '%' || words.word || '%'

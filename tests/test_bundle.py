@@ -282,7 +282,9 @@ def test_notes_numbered_or_dated_in_one_folder_form_a_series(tmp_path):
         "sessions/Notes on the campaign.md": note,  # carries no number: not in the series
         "daily/2026-03-02.md": note, "daily/2026-02-28.md": note, "daily/2026-03-01.md": note,
         "years/-33.md": note, "years/212.md": note, "years/8.md": note, "years/-1.md": note,
-        "pair/Part 1.md": note, "pair/Part 2.md": note,  # too few to be a series
+        # two notes are a series only when they number one after the other: a campaign two sessions in
+        "pair/Campaign 4 - Session 05 - Ash.md": note, "pair/Campaign 4 -Session 06 - Whispers.md": note,
+        "gap/Part 1.md": note, "gap/Part 3.md": note, "days/2026-03-01.md": note, "days/2026-03-08.md": note,
         "people/Agent 47.md": note, "people/Mira.md": note, "people/Orrin.md": note, "people/Ilse.md": note,
         # numbers the names share do not order them (13th Age's articles): no series
         "articles/5e or 13th Age.md": note, "articles/A 5th Edition Guide to 13th Age.md": note,
@@ -298,6 +300,7 @@ def test_notes_numbered_or_dated_in_one_folder_form_a_series(tmp_path):
         ("Campaign 3 - Session 09 - Memory", "Campaign 3 - Session 10 - Glyphs"),
         ("2026-02-28", "2026-03-01"), ("2026-03-01", "2026-03-02"),
         ("-33", "-1"), ("-1", "8"), ("8", "212"),
+        ("Campaign 4 - Session 05 - Ash", "Campaign 4 -Session 06 - Whispers"),
         ("Session 04", "Session 05 - Part 1"), ("Session 05 - Part 1", "Session 05 - Part 2"),
         ("2026-03-01 journal", "2026-03-01 standup"), ("2026-03-01 standup", "2026-03-02"),  # a day holds two
     ])

@@ -940,6 +940,29 @@ def test_the_notes_between_a_member_the_question_names_and_a_member_found_come_r
     assert nodes[session(7, 7)]["score"] == round(nodes[session(8, 8)]["score"] * 0.5, 6)  # not between: no lift
 
 
+def test_a_campaign_two_sessions_in_is_a_series_the_question_can_name_a_session_of(tmp_path):
+    """Thellade's Group 4 has two session notes, "Campaign 4 - Session 05 - …" and "Campaign 4 -Session 06 - …":
+    "Group 4 was ambushed at the inn in session 5 … when session 6 opened?" (Thellade-check11's thm31) got Group 3's
+    session 6, the only series numbering a session 6, and the LLM read another party's evening."""
+    from datasette_okf.store import build
+
+    def note(title: str, text: str) -> str:
+        return f"---\ntitle: {title}\n---\n{text}\n"
+
+    files = {f"Sessions/Campaign 3/Campaign 3 - Session {n:02d} - Part {n}.md": note(f"Tides {n}", "Group 3 sailed on.")
+             for n in range(5, 9)}
+    files["Sessions/Campaign 4/Campaign 4 - Session 05 - Ash.md"] = note(
+        "Ash in the Hollow Tide", "Group 4 was ambushed at the Gilded Hound Inn.")
+    files["Sessions/Campaign 4/Campaign 4 -Session 06 - Whispers.md"] = note("Whispers", "A herald stood in the smoke.")
+    build([write_bundle(tmp_path / "vault", files)], tmp_path / "v.db", embed=False)
+    result = context_for(tmp_path / "v.db", "Group 4 was ambushed at the Gilded Hound Inn in session 5. What "
+                         "confronted them when session 6 opened?", mode="keyword")
+    via = {n["title"]: n["via"] for n in result["nodes"]}
+    assert list(via)[0] == "Ash in the Hollow Tide"
+    assert via["Whispers"].startswith("series: named by the question")
+    assert "Tides 6" not in via
+
+
 def test_a_question_that_numbers_its_group_gets_no_ends_of_another_groups_series(tmp_path, monkeypatch):
     """"How did Group 4 get from their meeting at the Gilded Hound Inn to facing Herald Elandor's judgement?"
     (Thellade-check3): the walk brought Campaign 2's session 7 (Elandor's ally), the series stage added its sessions
