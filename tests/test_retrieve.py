@@ -958,7 +958,7 @@ def test_a_campaign_two_sessions_in_is_a_series_the_question_can_name_a_session_
     result = context_for(tmp_path / "v.db", "Group 4 was ambushed at the Gilded Hound Inn in session 5. What "
                          "confronted them when session 6 opened?", mode="keyword")
     via = {n["title"]: n["via"] for n in result["nodes"]}
-    assert list(via)[0] == "Ash in the Hollow Tide"
+    assert next(iter(via)) == "Ash in the Hollow Tide"
     assert via["Whispers"].startswith("series: named by the question")
     assert "Tides 6" not in via
 
