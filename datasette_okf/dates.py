@@ -48,10 +48,11 @@ class Calendar:
 
 @dataclass
 class DatedNotes:
-    """Every note with a date in its frontmatter, by year: year -> note id -> its (month, day)s that year."""
+    """Every note with a date in its frontmatter, by year and field: year -> field key -> note id -> its (month,
+    day)s that year in that field (a daily note's name is the field TITLE_FIELD)."""
 
     calendar: Calendar
-    by_year: dict[int, dict[str, set[tuple[Any, Any]]]]
+    by_year: dict[int, dict[str, dict[str, set[tuple[Any, Any]]]]]
     years_of: dict[str, int]  # distinct years a note is dated in: a festival held every year is no one year's event
 
 
@@ -76,10 +77,22 @@ def is_date_field(key: str, value: str) -> bool:
             and bool(DATE_KEY.search(key) or DATE_SHAPE.match(value)))
 
 
-def date_fields(frontmatter: dict[str, Any]) -> list[str]:
-    """The values of a note's date fields, each as text."""
-    return [text for key, value in frontmatter.items()
-            if DATE_KEY.search(str(key)) and not BOOKKEEPING.search(str(key)) for text in _texts(value)]
+def date_fields(frontmatter: dict[str, Any]) -> list[tuple[str, str]]:
+    """(key, value as text) of a note's date fields."""
+    return [(str(key), text) for key, value in frontmatter.items() for text in _texts(value)
+            if is_date_field(str(key), text)]
+
+
+TITLE_FIELD = ""  # a note named by its date ("2024-03-05"), as a field of the index
+
+
+def says_date(key: str) -> bool:
+    """A field whose key says it holds a date, or a note's name that is one. Such a field names its notes by the day,
+    the month or the year; one dated only by how its value is written (Thellade's `in_game_start: 04 Dawnmarch 212
+    PR 10:00`) by the day alone: a month or a year of sessions is a stretch of the campaign, not a name (by the year
+    too, Thellade-check4's "from -62 PR through -12 PR…" lost its events, stop 57). Nor is the calendar learnt from
+    it: "212 PR 10:00" would make the era a month word."""
+    return key == TITLE_FIELD or bool(DATE_KEY.search(key))
 
 
 def learn_calendar(values: Iterable[str]) -> Calendar:
@@ -141,26 +154,29 @@ TITLE_DATE = re.compile(r"^\s*(\d{4}-\d{1,2}-\d{1,2})(?!\d)")
 
 def dated_notes(rows: Iterable[tuple[str, str | None, str | None]]) -> DatedNotes:
     """The index, from (note id, frontmatter JSON, title) rows."""
-    fields: list[tuple[str, str]] = []
+    fields: list[tuple[str, str, str]] = []  # (note id, key, value)
     for concept_id, frontmatter, title in rows:
         try:
             data = json.loads(frontmatter or "{}")
         except (TypeError, ValueError):
             data = {}
         if isinstance(data, dict):
-            fields.extend((concept_id, text) for text in date_fields(data))
+            fields.extend((concept_id, key, text) for key, text in date_fields(data))
         named = TITLE_DATE.match(title or "")
         if named:
-            fields.append((concept_id, named.group(1)))
-    calendar = learn_calendar(text for _, text in fields)
-    by_year: dict[int, dict[str, set[tuple[Any, Any]]]] = defaultdict(lambda: defaultdict(set))
+            fields.append((concept_id, TITLE_FIELD, named.group(1)))
+    calendar = learn_calendar(text for _, key, text in fields if says_date(key))
+    by_year: dict[int, dict[str, dict[str, set[tuple[Any, Any]]]]] = defaultdict(
+        lambda: defaultdict(lambda: defaultdict(set)))
     years: dict[str, set[int]] = defaultdict(set)
-    for concept_id, text in fields:
+    for concept_id, key, text in fields:
         date = parse_date(text, calendar)
         if date:
-            by_year[date[0]][concept_id].add(date[1:])
-            years[concept_id].add(date[0])
-    return DatedNotes(calendar, {year: dict(notes) for year, notes in by_year.items()},
+            by_year[date[0]][key][concept_id].add(date[1:])
+            if says_date(key):  # a session's in-game start is no year an event recurs in
+                years[concept_id].add(date[0])
+    return DatedNotes(calendar, {year: {key: dict(notes) for key, notes in keys.items()}
+                                 for year, keys in by_year.items()},
                       {concept_id: len(seen) for concept_id, seen in years.items()})
 
 
@@ -203,16 +219,26 @@ def _specificity(wanted: Date, dates: set[tuple[Any, Any]]) -> int:
 
 
 def notes_dated(question: str, index: DatedNotes) -> list[tuple[str, float]]:
-    """The notes dated when the question says, best first. For each date it names, the notes that meet it most
-    closely (the day before the month, the month before the year), if DATED_MOST or fewer do, summed over the dates
-    named. A note dated in more than DATED_MOST years (a festival held every year) is no one year's."""
+    """The notes dated when the question says, best first. For each date it names and each date field, the notes
+    that meet it most closely in that field (the day before the month, the month before the year), if DATED_MOST or
+    fewer do: "04 Dawnmarch 212 PR" names two events by their `startdate` and three sessions by their
+    `in_game_start`, not five notes of one kind (Thellade-check10's thl26). Summed over the dates named, a note's
+    closest field counting once. A note dated in more than DATED_MOST years (a festival held every year) is no one
+    year's."""
     scores: dict[str, float] = defaultdict(float)
     for wanted in named_dates(question, index.calendar):
-        met = {concept_id: specificity for concept_id, dates in index.by_year.get(wanted[0], {}).items()
-               if index.years_of[concept_id] <= DATED_MOST and (specificity := _specificity(wanted, dates))}
-        best = max(met.values(), default=0)
-        closest = [concept_id for concept_id, specificity in met.items() if specificity == best]
-        if len(closest) <= DATED_MOST:
-            for concept_id in closest:
-                scores[concept_id] += met[concept_id]
+        closest_of: dict[str, int] = {}
+        for key, notes in index.by_year.get(wanted[0], {}).items():
+            if wanted[2] is None and not says_date(key):
+                continue
+            met = {concept_id: specificity for concept_id, dates in notes.items()
+                   if index.years_of.get(concept_id, 0) <= DATED_MOST
+                   and (specificity := _specificity(wanted, dates))}
+            best = max(met.values(), default=0)
+            closest = [concept_id for concept_id, specificity in met.items() if specificity == best]
+            if len(closest) <= DATED_MOST:
+                for concept_id in closest:
+                    closest_of[concept_id] = max(closest_of.get(concept_id, 0), best)
+        for concept_id, specificity in closest_of.items():
+            scores[concept_id] += specificity
     return sorted(scores.items(), key=lambda item: (-item[1], item[0]))

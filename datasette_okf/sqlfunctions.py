@@ -118,9 +118,9 @@ TITLE_INDEXES = PerBuild(build_of, title_index)  # a database in memory: its con
 
 def dated_index(conn: Any) -> DatedNotes:
     """Every note that can be a seed with a date in its frontmatter, by year (dates.py)."""
-    return dated_notes(conn.execute(  # LIKE (case aside) passes over the notes with no such key unparsed: 100k, 1.4 s
+    return dated_notes(conn.execute(  # GLOB passes over the notes whose frontmatter has no digit unparsed
         "select id, frontmatter, title from concepts where not is_index and not is_stub"
-        " and (frontmatter like '%date%' or frontmatter like '%year%' or title glob '[0-9][0-9][0-9][0-9]-*')"))
+        " and (frontmatter glob '*[0-9]*' or title glob '[0-9][0-9][0-9][0-9]-*')"))
 
 
 DATED_INDEXES = PerBuild(build_of, dated_index)

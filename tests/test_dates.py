@@ -46,8 +46,10 @@ def test_a_date_field_is_read_in_the_forms_vaults_write():
 
 def test_only_fields_that_say_when_it_happened_are_dates():
     fields = date_fields({"startdate": "01 Dawnmarch 212 PR", "yearofoccurrence": ["[[212]]"], "created": "2025-01-01",
-                          "lastrecapdate": "2025-02-02", "updated": "2025-03-03", "location": "Boba"})
-    assert fields == ["01 Dawnmarch 212 PR", "[[212]]"]
+                          "lastrecapdate": "2025-02-02", "updated": "2025-03-03", "location": "Boba",
+                          "in_game_start": "04 Dawnmarch 212 PR 10:00", "level": "5"})
+    assert fields == [("startdate", "01 Dawnmarch 212 PR"), ("yearofoccurrence", "[[212]]"),
+                      ("in_game_start", "04 Dawnmarch 212 PR 10:00")]
 
 
 def test_a_field_is_a_date_by_its_key_or_by_how_its_value_is_written_never_bookkeeping():
@@ -95,6 +97,25 @@ def test_a_date_names_the_few_notes_that_meet_it_most_closely():
     assert notes_dated("What happened on 03 Emberwake -31 PR?", index) == []  # the pact was in Sunreach
     assert notes_dated("And on 05 Dawnmarch 213 PR?", index) == []  # bloom says only its year
     assert [note for note, _ in notes_dated("From 02 Dawnmarch 212 PR to -12 PR", index)] == ["event 1", "incursions"]
+
+
+def test_a_field_dated_only_by_how_it_is_written_names_its_notes_by_the_day():
+    """Thellade's sessions keep their in-game day only in `in_game_start: 04 Dawnmarch 212 PR 10:00`, and "Group 3 had
+    two sessions on the same in-game day, 04 Dawnmarch 212 PR…" (Thellade-check10's thl26) found neither. Each date
+    field now names its notes on its own: two events by `startdate` and three sessions by `in_game_start` that day,
+    not five notes of one kind, over DATED_MOST. A field dated only by its value's shape names them by the day alone
+    (a month of sessions is a stretch of the campaign), and its times teach the calendar nothing ("212 PR 10:00"
+    would make the era a month word)."""
+    events = {f"event {n}": {"startdate": f"{n:02d} Dawnmarch 212 PR"} for n in (1, 4)}
+    sessions = {f"session {n}": {"in_game_start": f"04 Dawnmarch 212 PR {hour}:00"} for n, hour in ((9, 9), (10, 13))}
+    others = {"session 16": {"in_game_start": "04 Dawnmarch 212 PR 10:00"}, "pact": {"startdate": "15 Sunreach -31 PR"}}
+    index = _index({**events, **sessions, **others})
+    assert index.calendar.eras == {"pr"} and "pr" not in index.calendar.months
+    day = {note for note, _ in notes_dated("What happened on 04 Dawnmarch 212 PR?", index)}
+    assert day == {"event 4", "session 9", "session 10", "session 16"}
+    assert {note for note, _ in notes_dated("What happened in Dawnmarch 212 PR?", index)} == set(events)
+    crowded = _index({**events, **sessions, **others, "session 17": {"in_game_start": "04 Dawnmarch 212 PR 18:00"}})
+    assert [note for note, _ in notes_dated("What happened on 04 Dawnmarch 212 PR?", crowded)] == ["event 4"]
 
 
 def test_a_question_that_names_years_finds_the_events_dated_then_which_it_never_names(tmp_path):
