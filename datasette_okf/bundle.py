@@ -27,6 +27,7 @@ from dataclasses import astuple, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .dates import BOOKKEEPING, is_date_field
 from .folder_types import DEFAULT_TYPES, folder_name, type_for
 from .frontmatter import FrontmatterError, parse_frontmatter, split_frontmatter
 from .links import PathIndex, RawLink, Resolution, find_links, find_wikilinks
@@ -74,6 +75,7 @@ class Concept:
     is_stub: bool = False  # a template with nothing filled in: a seed only by name, for its links
     template_lines: frozenset[str] = frozenset()  # digests of its prose lines that are a template's (template_share)
     placeholder_lines: frozenset[str] = frozenset()  # of those, the ones TEMPLATE_COPIES notes share: never shown
+    properties: str = ""  # the words of its frontmatter values, for the full-text index (property_text)
 
 
 @dataclass
@@ -767,7 +769,35 @@ def _concept(bundle: str, doc: _Document) -> Concept:
         superseded_by=None,
         is_index=is_index,
         content_hash=hashlib.sha256(f"{PARSER_VERSION}:{doc.digest}".encode()).hexdigest(),
+        properties=property_text(fm),
     )
+
+
+# Frontmatter keys the concept row holds in columns of their own, and OKF's bookkeeping (§4.1, §5)
+ROW_KEYS = {"title", "type", "description", "tags", "aliases", "alias", "sources", "status", "stale_after",
+            "verified", "generated", "superseded_by", "supersedes", "timestamp", "okf_version"}
+# A value that is a link, an address or a file ("z_Assets/Misc/PlaceholderImage.png"), not words
+_NOT_WORDS = re.compile(r"\[\[|\]\(|^[a-z][a-z0-9+.-]*://|\.(?:png|jpe?g|gif|webp|svg|pdf|md|canvas|mp[34]|m4a|webm)$",
+                        re.IGNORECASE)
+_A_WORD = re.compile(r"[^\W\d_]{3}")
+
+
+def property_text(frontmatter: dict[str, Any]) -> str:
+    """The words a note keeps in its frontmatter values, a value a line, for the full-text index: Thellade writes an
+    NPC's fears and mannerisms there ("Cleans her armor only with ash and holy oil—never with water"), a deity's
+    `sanctification: Must Choose Unholy`, a month's `season: Summer`, and no list found them. Not the keys with
+    columns of their own, nor bookkeeping; not links, addresses, paths, dates (the dated list reads those, §2.9) or
+    values without a word; not nested mappings."""
+    values = []
+    for key, value in frontmatter.items():
+        key = str(key)
+        if key.casefold() in ROW_KEYS or BOOKKEEPING.search(key):
+            continue
+        for item in value if isinstance(value, list) else [value]:
+            text = item.strip() if isinstance(item, str) else ""
+            if _A_WORD.search(text) and not _NOT_WORDS.search(text) and not is_date_field(key, text):
+                values.append(text)
+    return "\n".join(values)
 
 
 def trust_tier(verified: Any) -> str:

@@ -34,6 +34,7 @@ CONCEPTS = {
         "tags": "JSON array; facet it with _facet_array=tags",
         "aliases": "JSON array of other names (Obsidian aliases)",
         "frontmatter": "The whole frontmatter as JSON, unknown keys included",
+        "properties": "The words of its frontmatter values (no links, paths or dates), one a line: full-text indexed",
         "sources": "sources (OKF §5.1), or a v0.1 # Citations list",
         "status": "draft | stable | deprecated | superseded (absent means stable, OKF §5.4)",
         "stale_after": "Stale on and after this instant (OKF §5.5)",

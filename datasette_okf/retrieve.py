@@ -76,7 +76,7 @@ where not okf_common_name(json_extract(value, '$.name'))  -- "more damage" names
 # The extra 16 rows make room for index nodes and stubs (unfilled templates), which BM25 never seeds.
 FTS_SQL = """select id, row_number() over (order by score) as rank, score from (
   select concepts.id, best.score
-  from (select rowid, bm25(concepts_fts, 4.0, 4.0, 2.0, 2.0, 1.0) as score from concepts_fts
+  from (select rowid, bm25(concepts_fts, 4.0, 4.0, 2.0, 2.0, 1.0, 1.0) as score from concepts_fts
         where concepts_fts match okf_fts_query(:question) order by score limit :k + 16) as best
   join concepts on concepts.rowid = best.rowid
   where not concepts.is_index and not concepts.is_stub
@@ -204,7 +204,7 @@ WALK_SQL = """with arrivals as materialized (
 ){similarity},
 lexical as materialized (
   select concepts.id, matches.bm25
-  from (select rowid, bm25(concepts_fts, 4.0, 4.0, 2.0, 2.0, 1.0) as bm25 from concepts_fts
+  from (select rowid, bm25(concepts_fts, 4.0, 4.0, 2.0, 2.0, 1.0, 1.0) as bm25 from concepts_fts
         where concepts_fts match okf_fts_query(:rest) limit -1) as matches
   join concepts on concepts.rowid = matches.rowid
   where concepts.id in (select id from arrivals)
@@ -741,6 +741,7 @@ def gate(query: Query, fused: list[dict[str, Any]]) -> tuple[bool, str]:
     if keyword:
         texts = query.conn.execute(
             "select title || ' ' || coalesce(description, '') || ' ' || coalesce(tags, '') || ' ' || body"
+            " || ' ' || coalesce(properties, '')"
             " from concepts where id in (select value from json_each(?))", [json.dumps(keyword)]
         ).fetchall()
         share = max(coverage(query.question, text) for (text,) in texts)

@@ -17,9 +17,9 @@ import sqlite_utils
 import sqlite_vec
 from sqlite_utils.utils import sqlite3  # pysqlite3 where installed, as sqlite-utils and Datasette use
 
-FORMAT_VERSION = "10"
+FORMAT_VERSION = "11"
 MAX_FILE_BYTES = 4 * 1024 * 1024  # the largest note a build reads: every text a database holds is shorter
-FTS_COLUMNS = ["title", "aliases", "description", "tags", "body"]
+FTS_COLUMNS = ["title", "aliases", "description", "tags", "body", "properties"]
 FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
 # Files a build writes beside DB.db (derived.py makes them from the database alone).
 TIMELINE, KEYWORDS = "timeline.md", "wiki-trigger-keywords.txt"
@@ -70,6 +70,7 @@ def ensure_schema(db: sqlite_utils.Database) -> None:
             "frontmatter": str, "sources": str, "status": str, "stale_after": str,
             "trust_tier": str, "generated_by": str, "generated_at": str,
             "superseded_by": str, "is_index": int, "is_stub": int, "content_hash": str, "degree": int,
+            "properties": str,
         },
         pk="id",
         if_not_exists=True,

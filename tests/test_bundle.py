@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from datasette_okf.bundle import parse_bundle, scan_bundle, trust_tier
+from datasette_okf.bundle import parse_bundle, property_text, scan_bundle, trust_tier
 from datasette_okf.markdown import slug
 
 from .conftest import write_bundle
@@ -385,3 +385,20 @@ def test_a_long_line_without_a_full_stop_is_read_in_one_pass(tmp_path):
     [concept] = read(root).concepts
     assert time.perf_counter() - started < 5  # linear: a fraction of a second; quadratic: hours
     assert concept.description.startswith("word0 word1") and concept.description.endswith("...")
+
+
+def test_the_words_of_a_notes_frontmatter_values_are_kept_for_the_full_text_index():
+    """Thellade writes an NPC's fears and mannerisms in frontmatter, a deity's sanctification, a month's season: words
+    a question says and no list read. Not what the row holds already, bookkeeping, links, addresses, files, dates,
+    numbers or nested mappings."""
+    frontmatter = {
+        "title": "Ygra Brambleward", "tags": ["NPC"], "type": "Person", "created": "2025-01-01",
+        "mannerisms": ["Cleans her armor only with ash and holy oil", "Touches her hilt when Orcus is named"],
+        "sanctification": "Must Choose Unholy", "season": "Summer", "font": "Heal/Harm",
+        "organization": "[[The Silent Shields]]", "art": "z_Assets/Misc/PlaceholderImage.png",
+        "homepage": "https://example.org/ygra", "founded": "24 Stardrift 93 PR", "level": 5, "alive": True,
+        "stats": {"str": "sixteen"},
+    }
+    assert property_text(frontmatter).split("\n") == [
+        "Cleans her armor only with ash and holy oil", "Touches her hilt when Orcus is named", "Must Choose Unholy",
+        "Summer", "Heal/Harm"]

@@ -162,26 +162,43 @@ def test_the_budgets_last_quarter_shows_more_of_a_long_notes_sections(vault_dbs,
     assert before["nodes"][0]["title"] == "Xar'Kairos" and not any(line in before["context"] for line in answer)
 
 
-def test_the_last_quarter_first_shows_what_the_rest_of_the_question_asks_of_a_walked_note(vault_dbs, monkeypatch):
-    """Thellade-check5's thg13, written blind: "The dwarf archivist Telvar Quent belongs to an old order that seals
-    away relics dug up from beneath the Isles. When was that order established…?" The Wardens of the Deep Dark come
-    walked from Telvar Quent with one section, not the one saying when. The last quarter first shows, of any note
-    picked, the chunk that holds the most of the question's words nothing shown holds ("established").
-    (Until stop 47 this was thc15's Silver Chain and its oath; without vectors, "Boba" no longer seeds the template
-    "Boba (Central)", the second round brings the Emberheart Traders, and theirs is the oath shown.)"""
+def test_the_last_quarter_first_shows_what_the_rest_of_the_question_asks(vault_dbs, monkeypatch):
+    """Thellade-check10's thl19, written blind: "What acts are anathema to the god the Infernal Covenant worships, and
+    what is that god's sacred animal?" Asmodeus comes with one section, not the one listing the anathema. The last
+    quarter first shows, of any note picked, the chunk that holds the most of the question's words nothing shown
+    holds ("anathema"). (Until stop 57 this test asked thg13, whose Wardens of the Deep Dark are now a seed by
+    their frontmatter values; until stop 47 thc15's Silver Chain and its oath.)"""
     from datasette_okf import context_for, retrieve
 
     db = vault_dbs["thellade"][0]
-    question = ("The dwarf archivist Telvar Quent belongs to an old order that seals away relics dug up from beneath "
-                "the Isles. When was that order established, and what is its symbol?")
-    answer = "Established in the ancient days before the Rising (3 Duskwane -342 PR)"
+    question = "What acts are anathema to the god the Infernal Covenant worships, and what is that god's sacred animal?"
+    answers = ["Breaking a contract without lawful cause", "Freeing bound demons or abyssal creatures"]
     result = context_for(db, question)
-    wardens = next(n for n in result["nodes"] if n["title"] == "The Wardens of the Deep Dark")
-    assert wardens["why"]["kind"] == "hop"
-    assert answer in result["context"]
+    assert any(n["title"] == "Asmodeus" for n in result["nodes"])
+    assert all(answer in result["context"] for answer in answers)
     monkeypatch.setattr(retrieve, "show_the_rest_of_the_question", lambda question, picked, rest, parts, used, budget: used)
-    monkeypatch.setattr(retrieve, "FURTHER_KINDS", ("seed",))  # and before stop 56: no walked note's further sections
-    assert answer not in context_for(db, question)["context"]  # before
+    before = context_for(db, question)["context"]
+    assert not any(answer in before for answer in answers)
+
+
+def test_a_walked_notes_further_sections_take_their_turns_in_the_last_quarter(vault_dbs, monkeypatch):
+    """Thellade-check4's thf24, written blind: "The Cursed Blades are feuding with another secret society over
+    execution jurisdiction. Who secretly leads that society from Kanda, and what cover does he hide behind?" The
+    Crimson Shroud come walked from the Cursed Blades with one section; its leader's is another. Since stop 56 a
+    walked note's further sections take their turns with the seeds' (`retrieve.FURTHER_KINDS`)."""
+    from datasette_okf import context_for, retrieve
+
+    db = vault_dbs["thellade"][0]
+    question = ("The Cursed Blades are feuding with another secret society over execution jurisdiction. Who secretly "
+                "leads that society from Kanda, and what cover does he hide behind?")
+    answers = ["Lord Eldrik Vail", "Secretly directs missions while posing as a court advisor."]
+    result = context_for(db, question)
+    shroud = next(n for n in result["nodes"] if n["title"] == "The Crimson Shroud")
+    assert shroud["why"]["kind"] == "hop"
+    assert all(answer in result["context"] for answer in answers)
+    monkeypatch.setattr(retrieve, "FURTHER_KINDS", ("seed",))  # before stop 56: no walked note's further sections
+    before = context_for(db, question)["context"]
+    assert not any(answer in before for answer in answers)
 
 
 def test_a_question_that_asks_when_gets_each_factions_founding_date(vault_dbs):

@@ -2034,6 +2034,24 @@ def test_a_description_taken_from_the_body_is_not_said_twice(tmp_path):
     assert context.count("Mira runs the night ferry across the harbour.") == 1  # before: header and chunk
 
 
+def test_a_question_in_the_words_of_a_frontmatter_value_finds_its_note(tmp_path):
+    """"Cleans her armor only with ash and holy oil" is in Ygra Brambleward's `mannerisms`, not in her text: BM25 read
+    the body only, and the question came back refused. The full-text index has a `properties` column now (weight 1,
+    as the body)."""
+    from datasette_okf.schema import FTS_COLUMNS
+    from datasette_okf.store import build
+
+    files = {
+        "NPCs/Ygra Brambleward.md": "---\nmannerisms:\n  - Cleans her armor only with ash and holy oil\n---\n"
+                                   "A paladin of the Silent Shields.\n",
+        "NPCs/Holin Barsh.md": "---\nmannerisms: Hums while he works the bellows\n---\nA smith of Mangagoy.\n",
+    }
+    build([write_bundle(tmp_path / "vault", files)], tmp_path / "v.db", embed=False)
+    result = context_for(tmp_path / "v.db", "Who cleans her armor with ash and holy oil?", mode="keyword")
+    assert result["confident"] and result["nodes"][0]["title"] == "Ygra Brambleward"
+    assert FTS_COLUMNS[-1] == "properties" and "1.0, 1.0)" in result["sql"]["seeds"]
+
+
 def test_the_gate_reads_the_best_keyword_matches_not_only_the_first(tmp_path):
     """Before: only the top BM25 match's coverage counted. A note weighting three of the question's words in its
     title ranks first and covers half of it; the note that says all of it ranks second. Thellade: an inferred
