@@ -113,13 +113,28 @@ group by chunks.concept_id
 order by rank limit :k"""
 # A date the question writes names the notes dated then, as a title names its note, so it weighs as much: "the
 # incursions of -12 PR" is Thellade's "Incursions Reach the Deep Dark" (startdate: 01 Emberwake -12 PR), which no
-# other list ranked (dates.py, docs/design.md §2.9). Notes dated alike come nearest the question first.
+# other list ranked (dates.py, docs/design.md §2.9). Of notes dated alike, those of the categories the question names
+# come first ("Group 3 had two sessions on 04 Dawnmarch 212 PR…": Group 3's, tagged Group3, before Group 4's of that
+# day; Thellade-check10's thl26), then those nearest the question.
 DATED_SQL = """with dated as materialized (  -- the notes named, once: the function is asked one time
   select json_extract(value, '$.id') as id, json_extract(value, '$.score') as score
   from json_each(okf_dated_notes(:question))
+),
+named as materialized (  -- the categories the question names (a tag, a folder, a value), when a date named notes
+  select value as category from json_each(okf_categories_named(:question)) where exists (select 1 from dated)
+),
+held as materialized (  -- how many of them each note dated so is of
+  select dated.id, count(*) as categories from dated join concepts on concepts.id = dated.id cross join named
+  where exists (select 1 from json_each(concepts.tags) as tag, json_each(named.category, '$.tags') as wanted
+                where tag.value = wanted.value)
+     or exists (select 1 from json_each(named.category, '$.folders') as folder
+                where substr(dated.id, 1, length(folder.value) + 1) = folder.value || '/')
+     or exists (select 1 from json_each(named.category, '$.ids') as note where note.value = dated.id)
+  group by dated.id
 )
-select dated.id, row_number() over (order by dated.score desc{nearest}, dated.id) as rank
-from dated{similarity}
+select dated.id,
+  row_number() over (order by dated.score desc, coalesce(held.categories, 0) desc{nearest}, dated.id) as rank
+from dated left join held on held.id = dated.id{similarity}
 order by rank limit :k"""
 DATED_SIMILARITY = """
 left join (select chunks.concept_id as id,

@@ -118,6 +118,28 @@ def test_a_field_dated_only_by_how_it_is_written_names_its_notes_by_the_day():
     assert [note for note, _ in notes_dated("What happened on 04 Dawnmarch 212 PR?", crowded)] == ["event 4"]
 
 
+def test_of_notes_dated_alike_those_of_a_category_the_question_names_come_first(tmp_path):
+    """"Group 3 had two sessions on the same in-game day, 04 Dawnmarch 212 PR…" (Thellade-check10's thl26): that day
+    dates Group 3's sessions 9 and 10 and Group 4's sixth, and Group 4's ranked above Group 3's tenth. Notes dated
+    alike now come in the order of how many categories the question names they are of (the tag Group3), then of
+    their ids (without vectors)."""
+    from datasette_okf.store import build
+
+    def session(group: int, number: int, start: str) -> str:
+        return f"---\ntags: [Group{group}]\nin_game_start: {start}\n---\nThe party of group {group} met.\n"
+
+    files = {"Sessions/A - Group 4 session 6.md": session(4, 6, "04 Dawnmarch 212 PR 10:00"),
+             "Sessions/B - Group 3 session 9.md": session(3, 9, "04 Dawnmarch 212 PR 09:23"),
+             "Sessions/C - Group 3 session 10.md": session(3, 10, "04 Dawnmarch 212 PR 13:46")}
+    files.update({f"Events/Event {n}.md": f"---\nstartdate: 0{n} Dawnmarch 212 PR\n---\nSomething.\n" for n in (1, 2, 3)})
+    build([write_bundle(tmp_path / "vault", files)], tmp_path / "v.db", embed=False)
+    result = context_for(tmp_path / "v.db", "What did Group 3 go through on 04 Dawnmarch 212 PR?")
+    cursor = connection(tmp_path / "v.db").execute(result["sql"]["seeds"], result["params"]["seeds"])
+    rows = [dict(zip([column[0] for column in cursor.description], row)) for row in cursor]
+    dated = sorted((row["dated_rank"], row["id"].rsplit("/", 1)[1]) for row in rows if row["dated_rank"])
+    assert [name for _, name in dated] == ["B - Group 3 session 9", "C - Group 3 session 10", "A - Group 4 session 6"]
+
+
 def test_a_question_that_names_years_finds_the_events_dated_then_which_it_never_names(tmp_path):
     """The Rising's three events answer "how did it escalate, from -62 PR through -12 PR to -1 PR?"; no title and
     no word of theirs is in the question. They come as seeds from the `dated` list, whose statement the response
