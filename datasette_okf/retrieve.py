@@ -2108,6 +2108,19 @@ def _end_of_chain(query: Query, concept_id: str) -> tuple[str, list[str]]:
 # the question's words too, its own name's left out (:asked, titles.besides): a section is nearer by COVERAGE_WEIGHT
 # × the share of them it holds ("Which cleric was entrusted with the infant Kothar?" gets his Divine Heritage, not
 # his prophecy, which was nearer in cosine). The rest follow by nearness. Without vectors: by the share alone.
+# A note's frontmatter values (`properties`, docs/design.md §2.2) as one more section, after its chunks, when they hold
+# more of the question's words than its title and text do: Ygra Brambleward, found by "cleans her armor only with ash
+# and holy oil" (her `mannerisms`), reached the LLM without that line (Thellade-check8's thj24, stop 57). Its id is
+# the note's rowid negated: no chunk's. Each value under its key, as the note's file writes it ("mannerisms: - …").
+PROPERTIES_SECTION = """select -concepts.rowid as id, concepts.id as concept_id, 1000000 as seq, 'Properties' as heading,
+    (select group_concat(field.key || ': ' || coalesce(
+        (select group_concat(item.value, '; ') from json_each(field.value) as item
+         where field.type = 'array' and item.type = 'text' and instr(concepts.properties, item.value)),
+        iif(field.type = 'text' and instr(concepts.properties, field.value), field.value, null)), char(10))
+     from json_each(concepts.frontmatter) as field) as text,
+    null as distance, 0 as template_share
+  from concepts where concepts.id in (select value from json_each(:ids)) and concepts.properties != ''
+    and okf_coverage(:question, concepts.properties) > okf_coverage(:question, concepts.title || ' ' || concepts.body)"""
 SECTIONS_SQL = """with sections as (
   select chunks.id, chunks.concept_id, chunks.seq, chunks.heading, chunks.text,
     case when chunk_floats.embedding is not null  -- a chunk a build is still embedding has none yet
@@ -2116,6 +2129,8 @@ SECTIONS_SQL = """with sections as (
   from chunks left join chunk_floats on chunk_floats.id = chunks.id
   where chunks.concept_id in (select value from json_each(:ids))
     and chunks.text not in (select text from template_texts)  -- a template's words, not the note's (store.py)
+  union all
+  """ + PROPERTIES_SECTION + """
 ), near as (
   select *, distance + :template_penalty * template_share as nearness from sections
 )
@@ -2125,9 +2140,13 @@ order by concept_id, distance is null,
          order by nearness - :coverage_weight * okf_coverage(:asked, coalesce(heading, '') || ' ' || text), seq
          limit 1),
   nearness, seq"""
-SECTIONS_NO_VECTORS_SQL = """select id, concept_id, seq, heading, text, null as distance from chunks
-where concept_id in (select value from json_each(:ids))
-  and text not in (select text from template_texts)
+SECTIONS_NO_VECTORS_SQL = """select id, concept_id, seq, heading, text, distance from (
+  select id, concept_id, seq, heading, text, null as distance, template_share from chunks
+  where concept_id in (select value from json_each(:ids))
+    and text not in (select text from template_texts)
+  union all
+  """ + PROPERTIES_SECTION + """
+)
 order by concept_id, okf_coverage(:question, coalesce(heading, '') || ' ' || text) desc, template_share, seq"""
 # A chunk's cosine distance counts this much more when all its words are in lines its note has from a template (in
 # more than 3 notes with other text, bundle.describe_and_find_stubs): a nudge, not a rule. Thellade's session 7 had

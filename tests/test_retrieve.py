@@ -2034,10 +2034,10 @@ def test_a_description_taken_from_the_body_is_not_said_twice(tmp_path):
     assert context.count("Mira runs the night ferry across the harbour.") == 1  # before: header and chunk
 
 
-def test_a_question_in_the_words_of_a_frontmatter_value_finds_its_note(tmp_path):
+def test_a_question_in_the_words_of_a_frontmatter_value_finds_its_note_and_shows_the_value(tmp_path):
     """"Cleans her armor only with ash and holy oil" is in Ygra Brambleward's `mannerisms`, not in her text: BM25 read
     the body only, and the question came back refused. The full-text index has a `properties` column now (weight 1,
-    as the body)."""
+    as the body), and the budget a section of them."""
     from datasette_okf.schema import FTS_COLUMNS
     from datasette_okf.store import build
 
@@ -2050,6 +2050,23 @@ def test_a_question_in_the_words_of_a_frontmatter_value_finds_its_note(tmp_path)
     result = context_for(tmp_path / "v.db", "Who cleans her armor with ash and holy oil?", mode="keyword")
     assert result["confident"] and result["nodes"][0]["title"] == "Ygra Brambleward"
     assert FTS_COLUMNS[-1] == "properties" and "1.0, 1.0)" in result["sql"]["seeds"]
+    # and the LLM reads the value that answers, under its key: the note's values come as a section of their own when
+    # they hold more of the question's words than its title and text (not for a question its text answers)
+    assert "#### Properties\nmannerisms: Cleans her armor only with ash and holy oil" in result["context"]
+    smith = context_for(tmp_path / "v.db", "Which smith of Mangagoy is a paladin?", mode="keyword")
+    assert smith["nodes"][0]["title"] == "Holin Barsh" and "#### Properties" not in smith["context"]
+
+
+def test_with_vectors_too_the_values_that_answer_come_as_a_section(tmp_path, test_models):
+    """The sections statement with vectors (SECTIONS_SQL) reads the same section as the one without."""
+    from datasette_okf.store import build
+
+    files = {"NPCs/Ygra Brambleward.md": "---\nmannerisms: [Cleans her armor only with ash and holy oil]\n---\n"
+                                         "A paladin of the Silent Shields.\n"}
+    build([write_bundle(tmp_path / "vault", files)], tmp_path / "v.db", model="okf-test-hash-8")
+    result = context_for(tmp_path / "v.db", "Who cleans her armor with ash and holy oil?")
+    assert result["vectors"] == "used" and result["nodes"][0]["title"] == "Ygra Brambleward"
+    assert "#### Properties\nmannerisms: Cleans her armor only with ash and holy oil" in result["context"]
 
 
 def test_the_gate_reads_the_best_keyword_matches_not_only_the_first(tmp_path):
