@@ -2120,6 +2120,7 @@ PROPERTIES_SECTION = """select -concepts.rowid as id, concepts.id as concept_id,
      from json_each(concepts.frontmatter) as field) as text,
     null as distance, 0 as template_share
   from concepts where concepts.id in (select value from json_each(:ids)) and concepts.properties != ''
+    and okf_coverage(:question, concepts.properties) > 0  -- then the note's text, only then: it may be long
     and okf_coverage(:question, concepts.properties) > okf_coverage(:question, concepts.title || ' ' || concepts.body)"""
 SECTIONS_SQL = """with sections as (
   select chunks.id, chunks.concept_id, chunks.seq, chunks.heading, chunks.text,
