@@ -111,6 +111,29 @@ join chunks on chunks.id = knn.rowid
 join concepts on concepts.id = chunks.concept_id and not concepts.is_index and not concepts.is_stub
 group by chunks.concept_id
 order by rank limit :k"""
+def _holding(notes: str) -> str:
+    """The CTEs `wanted` and `holding`: which of the categories the question names (the CTE `named`: key, category,
+    asked) each note of the CTE `notes` is of: one of a category's tags or one nested below it, a folder of it, or a
+    value (docs/design.md §5.13). CATEGORY_SQL reads them for the set a question asks for, DATED_SQL to order the
+    notes dated alike."""
+    return f"""wanted as materialized (  -- each named category's tags, folders and ids, read once
+  select named.key, 'tag' as kind, tag.value as name from named, json_each(named.category, '$.tags') as tag
+  union all select named.key, 'folder', folder.value from named, json_each(named.category, '$.folders') as folder
+  union all select named.key, 'id', note.value from named, json_each(named.category, '$.ids') as note
+),
+holding as materialized (  -- the named categories each holds: one of the tags, or one nested below it; or a folder
+  select concepts.id, named.key, named.asked  -- cross join: from {notes} (else SQLite may read every note)
+  from {notes} cross join concepts on concepts.id = {notes}.id
+  join named on exists (
+      select 1 from json_each(concepts.tags) as held join wanted on wanted.key = named.key and wanted.kind = 'tag'
+      and (held.value = wanted.name or substr(held.value, 1, length(wanted.name) + 1) = wanted.name || '/'))
+    or exists (select 1 from wanted where wanted.key = named.key and wanted.kind = 'folder'
+               and substr(concepts.id, 1, length(wanted.name) + 1) = wanted.name || '/')
+    or exists (select 1 from wanted where wanted.key = named.key and wanted.kind = 'id' and wanted.name = concepts.id)
+  where not concepts.is_index
+)"""
+
+
 # A date the question writes names the notes dated then, as a title names its note, so it weighs as much: "the
 # incursions of -12 PR" is Thellade's "Incursions Reach the Deep Dark" (startdate: 01 Emberwake -12 PR), which no
 # other list ranked (dates.py, docs/design.md §2.9). Of notes dated alike, those of the categories the question names
@@ -121,17 +144,11 @@ DATED_SQL = """with dated as materialized (  -- the notes named, once: the funct
   from json_each(okf_dated_notes(:question))
 ),
 named as materialized (  -- the categories the question names (a tag, a folder, a value), when a date named notes
-  select value as category from json_each(okf_categories_named(:question)) where exists (select 1 from dated)
+  select key, value as category, json_extract(value, '$.asked') as asked
+  from json_each(okf_categories_named(:question)) where exists (select 1 from dated)
 ),
-held as materialized (  -- how many of them each note dated so is of
-  select dated.id, count(*) as categories from dated join concepts on concepts.id = dated.id cross join named
-  where exists (select 1 from json_each(concepts.tags) as tag, json_each(named.category, '$.tags') as wanted
-                where tag.value = wanted.value)
-     or exists (select 1 from json_each(named.category, '$.folders') as folder
-                where substr(dated.id, 1, length(folder.value) + 1) = folder.value || '/')
-     or exists (select 1 from json_each(named.category, '$.ids') as note where note.value = dated.id)
-  group by dated.id
-)
+""" + _holding("dated") + """,
+held as materialized (select id, count(*) as categories from holding group by id)  -- how many each is of
 select dated.id,
   row_number() over (order by dated.score desc, coalesce(held.categories, 0) desc{nearest}, dated.id) as rank
 from dated left join held on held.id = dated.id{similarity}
@@ -1633,22 +1650,7 @@ candidates as (  -- its notes: under its folders (an id range), holding its tags
       select group_concat('"' || replace(tag.value, '"', '""') || '"', ' OR ')
       from json_each(driving.category, '$.tags') as tag) || ')' from driving), '""')
 ),
-wanted as materialized (  -- each named category's tags, folders and ids, read once
-  select named.key, 'tag' as kind, tag.value as name from named, json_each(named.category, '$.tags') as tag
-  union all select named.key, 'folder', folder.value from named, json_each(named.category, '$.folders') as folder
-  union all select named.key, 'id', note.value from named, json_each(named.category, '$.ids') as note
-),
-holding as materialized (  -- the named categories each holds: one of the tags, or one nested below it; or a folder
-  select concepts.id, named.key, named.asked  -- cross join: from the candidates (else SQLite may read every note)
-  from candidates cross join concepts on concepts.id = candidates.id
-  join named on exists (
-      select 1 from json_each(concepts.tags) as held join wanted on wanted.key = named.key and wanted.kind = 'tag'
-      and (held.value = wanted.name or substr(held.value, 1, length(wanted.name) + 1) = wanted.name || '/'))
-    or exists (select 1 from wanted where wanted.key = named.key and wanted.kind = 'folder'
-               and substr(concepts.id, 1, length(wanted.name) + 1) = wanted.name || '/')
-    or exists (select 1 from wanted where wanted.key = named.key and wanted.kind = 'id' and wanted.name = concepts.id)
-  where not concepts.is_index
-),
+""" + _holding("candidates") + """,
 counted as materialized (
   select id, count(*) as holds from holding group by id
   having sum(asked) = (select count(*) from named where asked)  -- every category asked which of
