@@ -58,6 +58,7 @@ from .titles import (
     of_another,
     qualified,
     spoken_names,
+    word_starts,
     words,
 )
 
@@ -2113,13 +2114,18 @@ def _end_of_chain(query: Query, concept_id: str) -> tuple[str, list[str]]:
 # A note's frontmatter values (`properties`, docs/design.md §2.2) as one more section, after its chunks, when they hold
 # more of the question's words than its title and text do: Ygra Brambleward, found by "cleans her armor only with ash
 # and holy oil" (her `mannerisms`), reached the LLM without that line (Thellade-check8's thj24, stop 57). Its id is
-# the note's rowid negated: no chunk's. Each value under its key, as the note's file writes it ("mannerisms: - …").
+# the note's rowid negated: no chunk's. Each value under its key, as the note's file writes it ("mannerisms: - …"),
+# only the values that hold a question word or whose key holds one's start (:starts, titles.word_starts: "what kind
+# of government" reads `governmenttype`): her template's `party1relation: Unmet`, six times, said nothing. Over the
+# development contexts the 27 such sections' field lines went from 99 to 43; no answer quote in any mode was lost.
 PROPERTIES_SECTION = """select -concepts.rowid as id, concepts.id as concept_id, 1000000 as seq, 'Properties' as heading,
     (select group_concat(field.key || ': ' || coalesce(
         (select group_concat(item.value, '; ') from json_each(field.value) as item
          where field.type = 'array' and item.type = 'text' and instr(concepts.properties, item.value)),
         iif(field.type = 'text' and instr(concepts.properties, field.value), field.value, null)), char(10))
-     from json_each(concepts.frontmatter) as field) as text,
+     from json_each(concepts.frontmatter) as field
+     where exists (select 1 from json_each(:starts) as start where instr(lower(field.key), start.value))
+       or okf_coverage(:question, field.value) > 0) as text,
     null as distance, 0 as template_share
   from concepts where concepts.id in (select value from json_each(:ids)) and concepts.properties != ''
     and okf_coverage(:question, concepts.properties) > 0  -- then the note's text, only then: it may be long
@@ -2170,7 +2176,8 @@ def sections(query: Query, nodes: list[Node]) -> dict[str, list[dict[str, Any]]]
     rows = query.run("sections", SECTIONS_SQL if query.uses_vectors else SECTIONS_NO_VECTORS_SQL,
                      {"question": query.question, "ids": json.dumps([n.id for n in nodes]), "first": first.id,
                       "asked": besides(query.question, first.concept["title"] or ""),
-                      "template_penalty": TEMPLATE_PENALTY, "coverage_weight": COVERAGE_WEIGHT})
+                      "template_penalty": TEMPLATE_PENALTY, "coverage_weight": COVERAGE_WEIGHT,
+                      "starts": json.dumps(word_starts(query.question))})
     by_concept: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
         by_concept.setdefault(row["concept_id"], []).append(row)

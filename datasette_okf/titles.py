@@ -130,6 +130,11 @@ def held(question: str, text: str, among: Iterable[int] | None = None) -> frozen
                      if any(start in folded for start in finders[place][0]) and finders[place][1].search(folded))
 
 
+def word_starts(question: str) -> list[str]:
+    """What every form of each of the question's content words starts with."""
+    return sorted({start for starts, _ in _finders(question) for start in starts})
+
+
 def coverage(question: str, text: str) -> float:
     """Share of the question's content words present in `text` (docs/design.md §3), 0..1."""
     finders = _finders(question)

@@ -2042,7 +2042,8 @@ def test_a_question_in_the_words_of_a_frontmatter_value_finds_its_note_and_shows
     from datasette_okf.store import build
 
     files = {
-        "NPCs/Ygra Brambleward.md": "---\nmannerisms:\n  - Cleans her armor only with ash and holy oil\n---\n"
+        "NPCs/Ygra Brambleward.md": "---\nmannerisms:\n  - Cleans her armor only with ash and holy oil\n"
+                                   "party1relation: Unmet\nfears: [Failing her temple]\n---\n"
                                    "A paladin of the Silent Shields.\n",
         "NPCs/Holin Barsh.md": "---\nmannerisms: Hums while he works the bellows\n---\nA smith of Mangagoy.\n",
     }
@@ -2053,6 +2054,11 @@ def test_a_question_in_the_words_of_a_frontmatter_value_finds_its_note_and_shows
     # and the LLM reads the value that answers, under its key: the note's values come as a section of their own when
     # they hold more of the question's words than its title and text (not for a question its text answers)
     assert "#### Properties\nmannerisms: Cleans her armor only with ash and holy oil" in result["context"]
+    # only the values that hold a question word, or whose key does: her template's filler is not shown
+    assert "Unmet" not in result["context"] and "Failing her temple" not in result["context"]
+    feared = context_for(tmp_path / "v.db", "Who cleans her armor with ash and holy oil, and what does she fear?",
+                         mode="keyword")
+    assert "fears: Failing her temple" in feared["context"] and "Unmet" not in feared["context"]
     smith = context_for(tmp_path / "v.db", "Which smith of Mangagoy is a paladin?", mode="keyword")
     assert smith["nodes"][0]["title"] == "Holin Barsh" and "#### Properties" not in smith["context"]
 
