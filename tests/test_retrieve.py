@@ -2121,6 +2121,10 @@ def test_a_name_a_third_of_the_notes_use_is_a_word_of_the_bundle_not_a_title_mat
     assert seeds["srd/Mooks"]["title"] == 1 and not seeds.get("srd/Damage", {}).get("title")
     asked = context_for(tmp_path / "srd.db", "What does damage do?")
     assert asked["confident"] and ids(asked)[0] == "srd/Damage"  # by its words: the title column weighs most
+    # a question that is mostly the common word is about its note ("How do saves work?" had the vault's README first)
+    assert [row[0] for row in conn.execute(TITLE_SQL, {"question": "How does damage work?"})] == ["srd/Damage"]
+    about = {s["id"]: s["ranks"] for s in context_for(tmp_path / "srd.db", "How does damage work?")["seeds"]}
+    assert about["srd/Damage"]["title"] == 1
     small = write_bundle(tmp_path / "small", {"Damage.md": "---\ntype: Rule\n---\nDamage lowers hit points.\n",
                                               "Ogre.md": "---\ntype: Monster\n---\nIts bite deals damage.\n"})
     build([small], tmp_path / "small.db", embed=False)
