@@ -855,20 +855,24 @@ from json_each(okf_series_members(:word))"""
 def _missing_from_sole_series(query: Query, pairs: list[list[Any]]) -> tuple[str, list[str]] | None:
     """Why a question that numbers one word only is about a member no note is: when the bundle has one series
     numbered by that word, the number picks its member as another number would pick the series ("What happened in
-    session 9?" of the example's sessions 1 to 5). With several series ("session 12" on Thellade's six campaigns)
-    the number alone says nothing of whose, and nothing is refused."""
+    session 9?" of the example's sessions 1 to 5). With several series ("session 6" on Thellade's campaigns) the
+    number alone says nothing of whose, and is refused only when none of them has it ("What happened in session
+    3?": its campaigns' session notes start at 5 and 6)."""
     word, asked = pairs[0][0], [number for _, number in pairs]
     rows = query.run("sole_series", SOLE_SERIES_SQL, {"word": word})
-    if len({posixpath.dirname(row["path"]) for row in rows}) != 1:
-        return None
     members = {row["id"]: row["number"] for row in rows}
-    return None if set(members.values()) & set(asked) else _lacking(word, asked, members)
+    if not members or set(members.values()) & set(asked):
+        return None
+    if len({posixpath.dirname(row["path"]) for row in rows}) == 1:
+        return _lacking(word, asked, members)
+    return _lacking(word, asked, members, "no series of the bundle has it; they have")
 
 
-def _lacking(word: str, asked: list[int], members: dict[str, int]) -> tuple[str, list[str]]:
+def _lacking(word: str, asked: list[int], members: dict[str, int],
+             has: str = "its series has") -> tuple[str, list[str]]:
     """The refusal of numbers `asked` a series' `members` (id: number) lack, and its members nearest them first."""
     named = f"{', '.join(map(str, asked[:-1]))} and {asked[-1]}" if len(asked) > 1 else str(asked[0])
-    reason = (f"the question names {word} {named}, and its series has "
+    reason = (f"the question names {word} {named}, and {has} "
               f"{word} {', '.join(map(str, sorted(set(members.values()))))} only")
     return reason, sorted(members, key=lambda i: (min(abs(members[i] - n) for n in asked), members[i], i))
 

@@ -842,7 +842,9 @@ def test_a_question_about_a_session_its_series_does_not_have_is_refused(tmp_path
 def test_a_number_the_bundle_s_only_series_lacks_is_refused_without_another_number(tmp_path):
     """"What happened in session 9?" of the example's sessions 1 to 5 was answered with sessions 5 and 3: with one
     number only, nothing said whose series it is. A bundle with one series numbered by the word has no doubt; with
-    two series ("session 12" of Thellade's campaigns) the number alone picks none, and nothing is refused."""
+    two series ("session 6" of Thellade's campaigns) the number alone picks none, and the question is refused only
+    when neither has it ("What happened in session 3?" on Thellade, whose session notes start at 5, was answered
+    with three sessions 6)."""
     from datasette_okf.retrieve import SOLE_SERIES_SQL, nearest_notes
     from datasette_okf.store import build
 
@@ -857,9 +859,16 @@ def test_a_number_the_bundle_s_only_series_lacks_is_refused_without_another_numb
     assert context_for(tmp_path / "one.db", "What happened in session 4?")["confident"]
     assert context_for(tmp_path / "one.db", "What happened in sessions 4 to 7?")["confident"]  # it has 4 and 5
 
-    two = {**{f"a/{path}": text for path, text in sessions.items()}, **{f"b/{path}": text for path, text in sessions.items()}}
+    later = {f"b/sessions/session-{n:02d}.md": f"# Session {n}\nWhat happened: the crew came home in session {n}.\n"
+             for n in range(6, 9)}
+    two = {**{f"a/{path}": text for path, text in sessions.items()}, **later}
     build([write_bundle(tmp_path / "two", two)], tmp_path / "two.db", embed=False)
-    assert context_for(tmp_path / "two.db", "What happened in session 9?")["confident"]  # whose series: unsaid
+    assert context_for(tmp_path / "two.db", "What happened in session 7?")["confident"]  # whose series: unsaid
+    assert context_for(tmp_path / "two.db", "What happened in session 2?")["confident"]
+    neither = context_for(tmp_path / "two.db", "What happened in session 9?")
+    assert not neither["confident"] and neither["reason"] == (
+        "the question names session 9, and no series of the bundle has it; they have session 1, 2, 3, 4, 5, 6, 7, 8 only")
+    assert nearest_notes(neither)[0]["title"] == "session-08"
 
 
 def test_a_session_missing_from_the_notes_holding_the_group_the_question_names_is_refused(tmp_path):
