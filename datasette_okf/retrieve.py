@@ -1691,7 +1691,8 @@ where (select count(*) from members) between 2 and cast(:list_most as integer)
 order by id"""
 CATEGORY_MOST = 8  # notes in a set the context lists: more, and the rest of the question finds no room
 CATEGORY_KINDS_MOST = 200  # notes of a lone category a list question's kinds may narrow to a set (VALUE_MOST's)
-CATEGORY_LIST_MOST = 30  # a set of more than CATEGORY_MOST, up to this, comes as fact lines naming its notes
+CATEGORY_LIST_MOST = 50  # a set of more than CATEGORY_MOST, up to this, comes as fact lines naming its notes
+#                           (30 until stop 58: Thellade's 32 player characters were not listed, ~600 tokens now)
 
 
 def category_notes(query: Query) -> list[dict[str, Any]]:

@@ -2312,6 +2312,25 @@ def test_a_set_too_large_to_offer_as_notes_comes_as_fact_lines_naming_its_notes(
                 if f["predicate"] == "category"]
 
 
+def test_the_thirty_two_player_characters_of_a_campaign_vault_are_listed_and_fifty_one_are_not(tmp_path):
+    """"Who are the player characters?" on Thellade: 32 notes tagged Player and Character, over the 30 a listing
+    took until stop 58, and the context was a smuggling fleet's note and its members. Up to 50 are listed now (about
+    600 tokens of the 3,000); a set larger than that says too little about which, and none come."""
+    from datasette_okf.store import build
+
+    def party(size: int) -> dict[str, str]:
+        heroes = {f"Characters/Hero {n:02d}.md": f"---\ntags: [Player, Character]\n---\nHero {n:02d} sails with the party.\n"
+                  for n in range(size)}
+        return {**heroes, "Fleet.md": "The player characters met the smugglers' fleet at sea.\n"}
+
+    for size, listed in ((32, 32), (51, 0)):
+        build([write_bundle(tmp_path / f"v{size}", party(size))], tmp_path / f"v{size}.db", embed=False)
+        result = context_for(tmp_path / f"v{size}.db", "Who are the player characters?")
+        lines = [f["subject"] for f in result["facts"] if f["predicate"] == "category"]
+        assert len(lines) == listed, size
+        assert all(f"- Hero {n:02d} category Player, Character" in result["context"] for n in range(listed))
+
+
 def test_a_question_asking_which_of_the_categories_it_names_gets_the_notes_holding_them_right_after_the_top_note(
         tmp_path, monkeypatch):
     """"Who are the player characters in Group 6?" named no title; Thellade's six characters are tagged Character,
