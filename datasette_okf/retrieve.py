@@ -2014,7 +2014,7 @@ def refused_nearest(query: Query, seeds: list[Seed]) -> list[dict[str, Any]]:
         return [s.as_json() for s in seeds[:NEAREST]]
     query.know(query.nearest)
     return [{"id": i, "path": query.concepts[i]["path"], "title": query.concepts[i]["title"], "ranks": {},
-             "why": "a member of the series the question names"} for i in query.nearest[:NEAREST]]
+             "why": "a series member nearest the one asked"} for i in query.nearest[:NEAREST]]
 
 
 def nearest_notes(result: dict[str, Any], count: int = NEAREST) -> list[dict[str, Any]]:

@@ -337,7 +337,7 @@ def test_evaluate_by_question_lists_the_notes_a_rejected_question_came_nearest(t
                                       "--by-question"])
     assert result.exit_code == 0, result.output
     assert ("  rejected: the question names session 9, and its series has session 1, 2, 3, 4, 5 only\n"
-            "  nearest: campaign/sessions/session-05 — a member of the series the question names\n") in result.output
+            "  nearest: campaign/sessions/session-05 — a series member nearest the one asked\n") in result.output
     report = json.loads(CliRunner().invoke(cli, ["okf", "evaluate", str(campaign_db), str(golden), "--modes",
                                                  "hybrid", "--format", "json"]).output)
     assert [n["id"] for n in report["modes"]["hybrid"]["per_question"]["s9"]["nearest"]] == [

@@ -891,7 +891,7 @@ def test_a_session_missing_from_the_notes_holding_the_group_the_question_names_i
     # the nearest notes a refusal lists are Group 4's own, not the other groups' third sessions the lists found
     assert "Part 23" in {n["title"][-7:] for n in refused["seeds"][:3]}  # among the lists' best: Group 2's third
     assert [n["title"][-7:] for n in nearest_notes(refused)] == ["Part 45", "Part 46"]
-    assert nearest_notes(refused)[0]["why"] == "a member of the series the question names"
+    assert nearest_notes(refused)[0]["why"] == "a series member nearest the one asked"
     assert context_for(tmp_path / "v.db", "What happened in Group 4's fifth session?")["confident"]
     assert context_for(tmp_path / "v.db", "What happened in Group 2's third session?")["confident"]
 

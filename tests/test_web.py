@@ -363,8 +363,8 @@ def test_a_refused_series_member_lists_the_series_own_notes_as_nearest(tmp_path)
     [section] = re.findall(r'<div id="okf-nearest">(.*?)</div>\s*<h2>Context for the LLM', page, re.DOTALL)
     listed = re.findall(r'<li data-id="([^"]+)">', section)
     assert [i.rsplit("/", 1)[-1] for i in listed] == ["Campaign 4 - Session 05 - Part 45", "Campaign 4 - Session 06 - Part 46"]
-    assert _visible(section).count("a member of the series the question names") == 2
-    assert "these are the members it has, nearest the one asked" in _visible(section)
+    assert _visible(section).count("a series member nearest the one asked") == 2
+    assert "these are the members there are, nearest the one asked" in _visible(section)
     assert "They may not be relevant" not in _visible(section)
 
 
