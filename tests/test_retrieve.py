@@ -828,8 +828,11 @@ def test_a_question_about_a_session_its_series_does_not_have_is_refused(tmp_path
     assert refused["sql"]["members"] == SERIES_MEMBERS_SQL
     assert context_for(tmp_path / "v.db", "What happened to Group 3 during their session 9 in Kanda?")["confident"]
     assert context_for(tmp_path / "v.db", "What happened to Group 6 during their session 8 in Kanda?")["confident"]
+    # no other number to say whose session: one some series has is not refused for it, one none has is (stop 58)
+    assert context_for(tmp_path / "v.db", "What happened at the docks in session 9 in Kanda?")["confident"]
     one_number = context_for(tmp_path / "v.db", "What happened at the docks in session 12 in Kanda?")
-    assert one_number["confident"]  # no other number to say whose session 12: not refused for it
+    assert one_number["reason"] == ("the question names session 12, and no series of the bundle has it; "
+                                    "they have session 6, 7, 8, 9 only")
     # a question that names members the series has is about it, the one it lacks among them for the LLM to say
     assert context_for(tmp_path / "v.db", "What happened to Group 6 in sessions 7 to 9 in Kanda?")["confident"]
     refused = context_for(tmp_path / "v.db", "What happened to Group 6 in sessions 9 and 10 in Kanda?")
