@@ -1919,8 +1919,11 @@ def find_facts(query: Query, nodes: list[Node], run: bool) -> list[dict[str, Any
         return []
     rows = query.run("facts", FACTS_SQL, params)
     query.know([row[end] for row in rows for end in ("src", "dst") if row[end]])
+    listing = category_listing(query, max(nodes, key=lambda n: n.score).id) if nodes else []
     facts = []
     for row in _without_repeats(rows):
+        if listing and row["linked"]:  # the set listed answers who: not the first note's own people
+            continue
         subject = query.concepts[row["src"]]  # an offered note, or an unfilled template one of its links names
         target = query.concepts.get(row["dst"]) if row["dst"] else None
         fact = {
@@ -1933,7 +1936,7 @@ def find_facts(query: Query, nodes: list[Node], run: bool) -> list[dict[str, Any
         }
         fact["text"] = fact_line(fact)
         facts.append(fact)
-    return facts + category_listing(query, max(nodes, key=lambda n: n.score).id) if nodes else facts
+    return facts + listing
 
 
 def _without_repeats(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -2324,7 +2324,9 @@ def test_the_thirty_two_player_characters_of_a_campaign_vault_are_listed_and_fif
     def party(size: int) -> dict[str, str]:
         heroes = {f"Characters/Hero {n:02d}.md": f"---\ntags: [Player, Character]\n---\nHero {n:02d} sails with the party.\n"
                   for n in range(size)}
-        return {**heroes, "Fleet.md": "The player characters met the smugglers' fleet at sea.\n"}
+        crew = {f"Crew/Sailor {n}.md": f"---\ntype: Person\norganization: \"[[Fleet]]\"\n---\nSailor {n} crews the fleet.\n"
+                for n in range(3)}
+        return {**heroes, **crew, "Fleet.md": "The player characters met the smugglers' fleet at sea.\n"}
 
     for size, listed in ((32, 32), (51, 0)):
         build([write_bundle(tmp_path / f"v{size}", party(size))], tmp_path / f"v{size}.db", embed=False)
@@ -2332,6 +2334,9 @@ def test_the_thirty_two_player_characters_of_a_campaign_vault_are_listed_and_fif
         lines = [f["subject"] for f in result["facts"] if f["predicate"] == "category"]
         assert len(lines) == listed, size
         assert all(f"- Hero {n:02d} category Player, Character" in result["context"] for n in range(listed))
+        # the fleet, the first note, is linked from its crew: with the set listed, who its people are is not asked
+        assert result["nodes"][0]["title"] == "Fleet", size
+        assert not listed or "organization Fleet" not in result["context"]
 
 
 def test_a_question_asking_which_of_the_categories_it_names_gets_the_notes_holding_them_right_after_the_top_note(
