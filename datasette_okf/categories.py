@@ -250,7 +250,8 @@ def asks_which(question: str) -> bool:
     return bool(_ASKS_WHICH.search(question))
 
 
-_LISTING_WORDS = {"list", "name", "all", "every", "there", "known", "kind", "type", "exist"}  # "List all the …"
+_LISTING_WORDS = {"list", "name", "all", "every", "there", "known", "kind", "type", "exist",  # "List all the …"
+                  "defined", "available", "documented", "catalog", "catalogue", "bundle", "vault"}  # "… in the catalog?"
 
 
 def asks_whole(question: str, categories: Iterable[str]) -> bool:

@@ -179,6 +179,9 @@ def test_what_of_a_value_in_the_plural_asks_what_they_were_not_which_notes_hold_
     ("Who are the deities?", ["deity"], True),
     ("List all the demon lords.", ["demon lord"], True),
     ("What deities are there?", ["deity"], True),
+    ("Which metrics are defined?", ["metric"], True),  # a data catalog's user: the OKF samples' metric notes
+    ("Which tables are available in the catalog?", ["table"], True),
+    ("Which tables are available to analysts?", ["table"], False),  # "analysts": a part of them
     ("Which deities require their followers to take an unholy sanctification?", ["deity"], False),
     ("Name the star-mask creatures that come as mooks.", ["star mask", "mook"], False),
 ])
