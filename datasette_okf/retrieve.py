@@ -832,7 +832,7 @@ def _missing_member(query: Query, fused: list[dict[str, Any]]) -> tuple[str, lis
     is a calendar note's line for each session), the rest for the LLM to say."""
     pairs = numbered(query.question)
     if len({word for word, _ in pairs}) == 1:  # no other number to pick the series: the bundle's only one may
-        return _missing_from_sole_series(query, pairs)
+        return _missing_by_number_alone(query, pairs)
     if len(pairs) < 2:
         return None
     params = {"found": json.dumps([row["id"] for row in fused]), "question": query.question, "reach": SERIES_REACH}
@@ -852,7 +852,7 @@ SOLE_SERIES_SQL = """select json_extract(value, '$.id') as id, json_extract(valu
 from json_each(okf_series_members(:word))"""
 
 
-def _missing_from_sole_series(query: Query, pairs: list[list[Any]]) -> tuple[str, list[str]] | None:
+def _missing_by_number_alone(query: Query, pairs: list[list[Any]]) -> tuple[str, list[str]] | None:
     """Why a question that numbers one word only is about a member no note is: when the bundle has one series
     numbered by that word, the number picks its member as another number would pick the series ("What happened in
     session 9?" of the example's sessions 1 to 5). With several series ("session 6" on Thellade's campaigns) the
